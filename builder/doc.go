@@ -1,0 +1,2 @@
+// Package builder drives the PyTorch build of a patched tree.
+package builder

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Exit codes are an API: scripts and CI branch on them. Keep in sync with DESIGN.md,
+// docs/exit-codes.md and the help text in root.go.
+const (
+	ExitOK          = 0   // success
+	ExitCheckFailed = 1   // lint, verify or audit found problems
+	ExitUsage       = 2   // bad flags, arguments or configuration
+	ExitConflict    = 3   // a patch does not apply; nothing was written
+	ExitBuildFailed = 4   // the PyTorch build failed
+	ExitUnsupported = 5   // environment cannot do this (no Metal, no python, no git)
+	ExitInterrupted = 130 // Ctrl-C or SIGTERM
+)
+
+// exitError attaches an exit code to an error. Commands wrap their failures with withCode;
+// everything else is mapped in exitCodeOf.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode returns err carrying exit code code; nil stays nil.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf is a bad-invocation error (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// silentError carries an exit code whose explanation was already printed (for example a
+// failing check whose findings are the result on stdout).
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func exitCodeOf(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	var s *silentError
+	if errors.As(err, &s) {
+		return s.code
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return ExitCheckFailed
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/config"
+)
+
+// globalOptions are the persistent flags every command sees.
+type globalOptions struct {
+	configPath string
+	json       bool
+	quiet      bool
+}
+
+// deps is what every command constructor receives: the streams and the global options,
+// plus lazily loaded shared state. Tests build it through Main with their own streams.
+type deps struct {
+	io     IOStreams
+	global *globalOptions
+}
+
+func (d *deps) printer() *printer { return newPrinter(d.io, d.global.json, d.global.quiet) }
+
+// config returns --config, else ./mpspatch.toml when present, else the embedded default.
+func (d *deps) config() (config.Config, error) {
+	if d.global.configPath != "" {
+		c, err := config.Load(d.global.configPath)
+		return c, withCode(ExitUsage, err)
+	}
+	if _, err := os.Stat("mpspatch.toml"); err == nil {
+		c, err := config.Load("mpspatch.toml")
+		return c, withCode(ExitUsage, err)
+	}
+	return config.Default(), nil
+}
+
+const exitCodeHelp = `Exit codes:
+  0    ok
+  1    checks failed (lint, verify, audit)
+  2    usage or config error
+  3    patch conflict (nothing was written)
+  4    build failed
+  5    environment unsupported (no Metal, no python, no git)
+  130  interrupted`
+
+func newRootCmd(d *deps) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mpspatch",
+		Short: "Keep the PyTorch MPS thread-safety patch series alive",
+		Long: `mpspatch applies a numbered series of thread-safety patches to a PyTorch checkout,
+builds it, and verifies that concurrent MPS inference works: a static audit of the MPS
+sources, a runtime Metal probe, and Python concurrency suites.
+
+The series is embedded in the binary; --patches DIR uses a directory instead.
+
+` + exitCodeHelp,
+		Example: `  mpspatch check                       # lint the embedded series
+  mpspatch apply --tree ~/src/pytorch   # apply it to a checkout
+  mpspatch status --tree ~/src/pytorch  # which patches are applied`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(d.io.Out)
+	root.SetErr(d.io.Err)
+	root.SetIn(d.io.In)
+	pf := root.PersistentFlags()
+	pf.StringVar(&d.global.configPath, "config", "", "config file (default: ./mpspatch.toml when present, else built-in defaults)")
+	pf.BoolVar(&d.global.json, "json", false, "write results as JSON on stdout")
+	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return withCode(ExitUsage, err)
+	})
+
+	root.AddCommand(
+
+		newConfigCmd(d),
+	)
+	return root
+}
+
+// Main runs mpspatch with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, args []string, stdio IOStreams) int {
+	d := &deps{io: stdio, global: &globalOptions{}}
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCodeOf(err)
+	if ctx.Err() != nil {
+		code = ExitInterrupted
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		msg := err.Error()
+		if isCobraUsageError(msg) {
+			code = ExitUsage
+		}
+		fmt.Fprintf(stdio.Err, "mpspatch: %s\n", msg)
+		if code == ExitUsage && isCobraUsageError(msg) {
+			fmt.Fprintln(stdio.Err, "Run 'mpspatch --help' for usage.")
+		}
+	}
+	return code
+}
+
+// isCobraUsageError recognises the argument errors cobra produces itself.
+func isCobraUsageError(msg string) bool {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag",
+		"accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

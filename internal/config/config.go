@@ -1,0 +1,206 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+//go:embed default.toml
+var defaultTOML []byte
+
+// DefaultTOML returns the embedded default configuration, comments included.
+func DefaultTOML() []byte { return bytes.Clone(defaultTOML) }
+
+// Config is the whole of mpspatch.toml.
+type Config struct {
+	Upstream Upstream `toml:"upstream"`
+	Patches  Patches  `toml:"patches"`
+	Build    Build    `toml:"build"`
+	Verify   Verify   `toml:"verify"`
+	Audit    Audit    `toml:"audit"`
+
+	// Path is the file the config was read from; empty for the embedded default.
+	Path string `toml:"-"`
+}
+
+// Upstream names the repository and the pinned base commit.
+type Upstream struct {
+	URL    string `toml:"url"`
+	Tag    string `toml:"tag"`
+	Commit string `toml:"commit"`
+}
+
+// Patches says where the series lives.
+type Patches struct {
+	Dir string `toml:"dir"`
+}
+
+// Build holds the settings of `mpspatch build`.
+type Build struct {
+	Python string            `toml:"python"`
+	Jobs   int               `toml:"jobs"`
+	Env    map[string]string `toml:"env"`
+	LogDir string            `toml:"log_dir"`
+}
+
+// Verify holds the settings of `mpspatch verify`.
+type Verify struct {
+	Python         string   `toml:"python"`
+	Device         string   `toml:"device"`
+	Profile        string   `toml:"profile"`
+	Timeout        Duration `toml:"timeout"`
+	Threads        []int    `toml:"threads"`
+	BaselinePython string   `toml:"baseline_python"`
+	ReportDir      string   `toml:"report_dir"`
+}
+
+// Audit holds the settings of `mpspatch audit`.
+type Audit struct {
+	Paths    []string `toml:"paths"`
+	Baseline string   `toml:"baseline"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("5m", "90s").
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"90s\" or \"5m\", have %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Default returns the embedded default configuration.
+func Default() Config {
+	c, err := decode("(embedded default)", defaultTOML, Config{})
+	if err != nil {
+		panic("embedded default.toml is invalid: " + err.Error())
+	}
+	return c
+}
+
+// Load reads path on top of the defaults. Keys absent from the file keep their default.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse decodes data (named name in errors) on top of the defaults and validates it.
+func Parse(name string, data []byte) (Config, error) {
+	c, err := decode(name, data, Default())
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.validate(name); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func decode(name string, data []byte, base Config) (Config, error) {
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	c := base
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, describe(name, err)
+	}
+	return c, nil
+}
+
+// Error is a config problem with its position.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Key    string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	pos := e.File
+	if e.Line > 0 {
+		pos = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("config %s: key %s: %s", pos, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("config %s: %s", pos, e.Msg)
+}
+
+func describe(name string, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) && len(strict.Errors) > 0 {
+		first := strict.Errors[0]
+		row, col := first.Position()
+		return &Error{File: name, Line: row, Column: col, Key: joinKey(first.Key()),
+			Msg: "unknown key (see `mpspatch config --default` for the keys there are)"}
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		return &Error{File: name, Line: row, Column: col, Key: joinKey(de.Key()), Msg: de.Error()}
+	}
+	return &Error{File: name, Msg: err.Error()}
+}
+
+func joinKey(k []string) string {
+	s := ""
+	for i, p := range k {
+		if i > 0 {
+			s += "."
+		}
+		s += p
+	}
+	return s
+}
+
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+func (c Config) validate(name string) error {
+	if !fullSHA.MatchString(c.Upstream.Commit) {
+		return &Error{File: name, Key: "upstream.commit", Msg: fmt.Sprintf("want a full 40-hex commit SHA, have %q", c.Upstream.Commit)}
+	}
+	if c.Upstream.URL == "" {
+		return &Error{File: name, Key: "upstream.url", Msg: "must not be empty"}
+	}
+	switch c.Verify.Profile {
+	case "quick", "full":
+	default:
+		return &Error{File: name, Key: "verify.profile", Msg: fmt.Sprintf("want \"quick\" or \"full\", have %q", c.Verify.Profile)}
+	}
+	switch c.Verify.Device {
+	case "", "mps", "cuda", "cpu":
+	default:
+		return &Error{File: name, Key: "verify.device", Msg: fmt.Sprintf("want \"mps\", \"cuda\", \"cpu\" or empty, have %q", c.Verify.Device)}
+	}
+	for _, n := range c.Verify.Threads {
+		if n < 1 || n > 256 {
+			return &Error{File: name, Key: "verify.threads", Msg: fmt.Sprintf("thread count %d out of range 1..256", n)}
+		}
+	}
+	if c.Build.Jobs < 0 {
+		return &Error{File: name, Key: "build.jobs", Msg: "must not be negative"}
+	}
+	return nil
+}

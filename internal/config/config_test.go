@@ -1,0 +1,76 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	if have, want := c.Upstream.Commit, "d38164a545b4a4e4e0cf73ce67173f70574890b6"; have != want {
+		t.Errorf("commit: have %s, want %s", have, want)
+	}
+	if have, want := c.Verify.Timeout.Duration, 5*time.Minute; have != want {
+		t.Errorf("timeout: have %s, want %s", have, want)
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // substring; empty means success
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "empty keeps defaults", in: "", check: func(t *testing.T, c Config) {
+			if c.Upstream.Tag != "v2.9.1" {
+				t.Errorf("tag: have %q", c.Upstream.Tag)
+			}
+		}},
+		{name: "override one key", in: "[verify]\nprofile = \"full\"\n", check: func(t *testing.T, c Config) {
+			if c.Verify.Profile != "full" || c.Verify.Python != "python3" {
+				t.Errorf("have %+v", c.Verify)
+			}
+		}},
+		{name: "unknown key", in: "[verify]\nprofil = \"full\"\n", wantErr: "cfg.toml:2:1: key verify.profil: unknown key"},
+		{name: "wrong type", in: "[build]\njobs = \"eight\"\n", wantErr: "cfg.toml:2"},
+		{name: "bad duration", in: "[verify]\ntimeout = \"soon\"\n", wantErr: "want a duration"},
+		{name: "short sha", in: "[upstream]\ncommit = \"d38164a\"\n", wantErr: "upstream.commit: want a full 40-hex commit SHA"},
+		{name: "bad profile", in: "[verify]\nprofile = \"slow\"\n", wantErr: "verify.profile"},
+		{name: "bad threads", in: "[verify]\nthreads = [0]\n", wantErr: "verify.threads"},
+		{name: "syntax", in: "[verify\n", wantErr: "cfg.toml:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("cfg.toml", []byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("have error %v, want one containing %q", err, tt.wantErr)
+				}
+				var ce *Error
+				if !errors.As(err, &ce) {
+					t.Fatalf("error %T is not *config.Error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("have error %v", err)
+			}
+			if tt.check != nil {
+				tt.check(t, c)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add(DefaultTOML())
+	f.Add([]byte("[verify]\nthreads = [1, 2]\ntimeout = \"1s\"\n"))
+	f.Add([]byte("[build.env]\nA = \"b\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Parse("fuzz.toml", data) // must not panic
+	})
+}

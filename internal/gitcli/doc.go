@@ -1,0 +1,2 @@
+// Package gitcli runs typed git operations through the real git binary.
+package gitcli

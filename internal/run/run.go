@@ -1,0 +1,232 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Cmd describes one process to start.
+type Cmd struct {
+	// Argv is the program and its arguments. Argv[0] is looked up in PATH.
+	Argv []string
+	// Dir is the working directory; empty means the current one.
+	Dir string
+	// Env, when non-nil, replaces the environment entirely.
+	Env []string
+	// Stdin feeds the child; nil means no input.
+	Stdin io.Reader
+	// Stdout and Stderr receive the child's streams in addition to the log.
+	Stdout, Stderr io.Writer
+	// LogPath, when set, receives a header line and both streams, interleaved.
+	LogPath string
+	// Timeout bounds the run; zero means only ctx bounds it.
+	Timeout time.Duration
+	// KillGrace is how long the group has after SIGTERM before SIGKILL (default 2s).
+	KillGrace time.Duration
+}
+
+// Result is what a finished process left behind.
+type Result struct {
+	ExitCode int            // -1 when killed by a signal
+	Signal   syscall.Signal // non-zero when killed by a signal
+	TimedOut bool
+	Duration time.Duration
+}
+
+// String renders the outcome as a person would say it.
+func (r Result) String() string {
+	switch {
+	case r.TimedOut:
+		return fmt.Sprintf("timed out after %s", r.Duration.Round(time.Millisecond))
+	case r.Signal != 0:
+		return fmt.Sprintf("killed by signal %d (%s)", int(r.Signal), r.Signal)
+	default:
+		return fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+}
+
+// ExitError reports a process that ran but did not exit 0.
+type ExitError struct {
+	Argv    []string
+	Result  Result
+	LogPath string
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("%s: %s", strings.Join(e.Argv, " "), e.Result)
+	if e.LogPath != "" {
+		msg += " (log: " + e.LogPath + ")"
+	}
+	return msg
+}
+
+// Run starts c and waits for it. A non-zero exit, a signal or a timeout is returned as
+// *ExitError together with the Result; a failure to start is returned as a plain error.
+func Run(ctx context.Context, c Cmd) (Result, error) {
+	p, err := Start(ctx, c)
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	return p.Wait()
+}
+
+// Output runs c and returns its stdout; stderr is kept for the error message.
+func Output(ctx context.Context, c Cmd) ([]byte, error) {
+	var out, errb bytes.Buffer
+	c.Stdout = &out
+	c.Stderr = &errb
+	if _, err := Run(ctx, c); err != nil {
+		if msg := strings.TrimSpace(errb.String()); msg != "" {
+			return out.Bytes(), fmt.Errorf("%w: %s", err, msg)
+		}
+		return out.Bytes(), err
+	}
+	return out.Bytes(), nil
+}
+
+// Process is a started child.
+type Process struct {
+	cmd     *exec.Cmd
+	c       Cmd
+	start   time.Time
+	log     *os.File
+	done    chan struct{}
+	timeout bool
+	waitErr error
+}
+
+// Start launches c in its own process group.
+func Start(ctx context.Context, c Cmd) (*Process, error) {
+	if len(c.Argv) == 0 {
+		return nil, errors.New("run: empty argv")
+	}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = c.Dir
+	if c.Env != nil {
+		cmd.Env = c.Env
+	}
+	cmd.Stdin = c.Stdin
+	setProcessGroup(cmd)
+
+	p := &Process{cmd: cmd, c: c, done: make(chan struct{})}
+	stdout, stderr := c.Stdout, c.Stderr
+	if c.LogPath != "" {
+		f, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: open log: %w", c.Argv[0], err)
+		}
+		fmt.Fprintf(f, "$ %s\n", quoteArgv(c.Argv))
+		p.log = f
+		stdout = tee(stdout, f)
+		stderr = tee(stderr, f)
+	}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	p.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		if p.log != nil {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("run %s: %w", c.Argv[0], err)
+	}
+	go p.watch(ctx)
+	return p, nil
+}
+
+// Pid is the child's process id (and its process group id).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+func (p *Process) watch(ctx context.Context) {
+	var timer <-chan time.Time
+	if p.c.Timeout > 0 {
+		t := time.NewTimer(p.c.Timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-p.done:
+		return
+	case <-timer:
+		p.timeout = true
+	case <-ctx.Done():
+	}
+	p.Kill()
+}
+
+// Kill terminates the whole process group: SIGTERM, then SIGKILL after the grace period.
+func (p *Process) Kill() {
+	grace := p.c.KillGrace
+	if grace == 0 {
+		grace = 2 * time.Second
+	}
+	killGroup(p.cmd, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		killGroup(p.cmd, syscall.SIGKILL)
+	}
+}
+
+// Wait waits for the child to exit and classifies how it ended.
+func (p *Process) Wait() (Result, error) {
+	err := p.cmd.Wait()
+	close(p.done)
+	// The group may still hold grandchildren that outlived the leader; do not leak them.
+	killGroup(p.cmd, syscall.SIGKILL)
+	res := Result{Duration: time.Since(p.start), TimedOut: p.timeout}
+	if p.log != nil {
+		fmt.Fprintf(p.log, "# %s\n", res.withState(p.cmd.ProcessState))
+		p.log.Close()
+	}
+	res = res.withState(p.cmd.ProcessState)
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return res, fmt.Errorf("run %s: %w", p.c.Argv[0], err)
+		}
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return res, &ExitError{Argv: p.c.Argv, Result: res, LogPath: p.c.LogPath}
+	}
+	return res, nil
+}
+
+func (r Result) withState(ps *os.ProcessState) Result {
+	if ps == nil {
+		r.ExitCode = -1
+		return r
+	}
+	r.ExitCode = ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		r.Signal = ws.Signal()
+		r.ExitCode = -1
+	}
+	return r
+}
+
+func tee(w io.Writer, log io.Writer) io.Writer {
+	if w == nil {
+		return log
+	}
+	return io.MultiWriter(w, log)
+}
+
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$") {
+			parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,2 @@
+// Package verify runs the Python concurrency suites against a PyTorch build and reports.
+package verify
