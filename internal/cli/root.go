@@ -79,7 +79,11 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	})
 
 	root.AddCommand(
-
+		newApplyCmd(d),
+		newUnapplyCmd(d),
+		newCheckCmd(d),
+		newStatusCmd(d),
+		newVersionCmd(d),
 		newConfigCmd(d),
 	)
 	return root

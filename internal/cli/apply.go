@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+type applyOptions struct {
+	treeOptions
+	dryRun     bool
+	ignoreBase bool
+	reverse    bool
+}
+
+func newApplyCmd(d *deps) *cobra.Command {
+	opts := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Apply the whole series to a tree, all or nothing",
+		Long: `Apply every patch of the series, in order, to the tree.
+
+The whole series is computed in memory first; if any hunk does not locate, nothing is
+written and the conflict is reported (exit 3). Each hunk is placed at its recorded line or
+at the nearest offset where all its context and removed lines match exactly (zero fuzz,
+as git apply). Writes go through a journal: a crash at any instant leaves the tree wholly
+before or wholly after the series, and the next apply or status finishes the job.
+
+Applying to a tree that already holds the series does nothing (exit 0). A tree where some
+touched files are patched and others not, or a touched file carries edits of its own, is
+refused with each file's state (exit 3).`,
+		Example: `  mpspatch apply --tree ~/src/pytorch
+  mpspatch apply --tree ~/src/pytorch --dry-run
+  mpspatch apply --tree . --patches ./patches --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApply(cmd.Context(), d, opts)
+		},
+	}
+	addTreeFlags(cmd, &opts.treeOptions)
+	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "compute and report, write nothing")
+	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded base when every hunk still locates")
+	return cmd
+}
+
+func newUnapplyCmd(d *deps) *cobra.Command {
+	opts := &applyOptions{reverse: true}
+	cmd := &cobra.Command{
+		Use:   "unapply",
+		Short: "Reverse the whole series in a tree, all or nothing",
+		Long: `Reverse every patch of the series, last first, with the same guarantees as apply:
+computed in memory, written through a journal, refused on a partial or edited tree.
+Unapplying a tree that does not hold the series does nothing (exit 0).`,
+		Example: `  mpspatch unapply --tree ~/src/pytorch`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApply(cmd.Context(), d, opts)
+		},
+	}
+	addTreeFlags(cmd, &opts.treeOptions)
+	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "compute and report, write nothing")
+	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded patched state when every hunk still locates")
+	return cmd
+}
+
+// applyReport is the --json shape of apply and unapply.
+type applyReport struct {
+	Operation string                `json:"operation"`
+	Tree      string                `json:"tree"`
+	Series    string                `json:"series"`
+	DryRun    bool                  `json:"dry_run"`
+	Noop      bool                  `json:"noop"`
+	Recovery  string                `json:"recovery,omitempty"`
+	Patches   []series.PatchResult  `json:"patches,omitempty"`
+	Outcomes  map[string]string     `json:"outcomes,omitempty"`
+	Files     []string              `json:"files_written,omitempty"`
+	Conflicts []*series.Conflict    `json:"conflicts,omitempty"`
+	State     *series.TreeStatus    `json:"state,omitempty"`
+	Intents   []intentReport        `json:"intents,omitempty"`
+	Error     string                `json:"error,omitempty"`
+}
+
+func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := d.printer()
+	s, err := d.loadSeries(&opts.treeOptions)
+	if err != nil {
+		return err
+	}
+	root, err := openTree(opts.tree)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+
+	verb := "apply"
+	do := series.Apply
+	if opts.reverse {
+		verb, do = "unapply", series.Unapply
+	}
+	p.Progressf("%s %s (%s) to %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
+	res, err := do(root, s, series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase})
+
+	rep := applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun}
+	if res != nil {
+		rep.Noop, rep.Recovery, rep.State = res.Noop, res.Recovery, res.Before
+		if res.Recovery != "" {
+			p.Warnf("an interrupted write was %s before starting", res.Recovery)
+		}
+		if res.Plan != nil {
+			rep.Patches = res.Plan.Results
+			rep.Outcomes = map[string]string{}
+			for _, r := range res.Plan.Results {
+				rep.Outcomes[r.Name] = r.Outcome()
+			}
+			for _, c := range res.Plan.Changes {
+				rep.Files = append(rep.Files, c.Path)
+			}
+		}
+	}
+	var ce *series.ConflictError
+	if errors.As(err, &ce) {
+		rep.Conflicts = ce.Conflicts
+	}
+	rep.Intents = intentsAfter(root, s, rep, err)
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	perr := p.Result(rep, func(w io.Writer) { writeApplyText(w, p, &rep, res, err, s) })
+	if perr != nil {
+		return perr
+	}
+	if err != nil {
+		if p.json {
+			return &silentError{code: exitCodeOf(engineError(err))}
+		}
+		if ce != nil {
+			// The report went to stdout; the error line on stderr names the first conflict.
+			return withCode(ExitConflict, fmt.Errorf("%s: nothing was written", ce.Error()))
+		}
+		return engineError(err)
+	}
+	if failed := failedIntents(rep.Intents); failed > 0 {
+		p.Warnf("%s of the applied series do not hold; see above", plural(failed, "intent"))
+		return &silentError{code: ExitCheckFailed}
+	}
+	return nil
+}
+
+func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Result, err error, s *series.Series) {
+	switch {
+	case rep.Noop && rep.Operation == "apply":
+		fmt.Fprintf(w, "already applied: %s holds the whole series (%s); nothing to do\n", rep.Tree, plural(len(s.Patches), "patch"))
+		return
+	case rep.Noop:
+		fmt.Fprintf(w, "not applied: %s holds none of the series; nothing to do\n", rep.Tree)
+		return
+	}
+	if res != nil && res.Plan != nil {
+		for _, r := range res.Plan.Results {
+			writePatchOutcome(w, p, r)
+		}
+	}
+	var ce *series.ConflictError
+	if errors.As(err, &ce) {
+		fmt.Fprintln(w)
+		for _, c := range ce.Conflicts {
+			fmt.Fprint(w, c.Report())
+		}
+		fmt.Fprintf(w, "\n%s: nothing was written\n", p.Paint(red, "conflict"))
+		return
+	}
+	if err != nil {
+		return // the error itself is printed on stderr
+	}
+	verb := "applied"
+	if rep.Operation == "unapply" {
+		verb = "reversed"
+	}
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run: the series would be %s; %s would change, nothing was written\n", verb, plural(len(rep.Files), "file"))
+		return
+	}
+	fmt.Fprintf(w, "%s %s, %s written\n", verb, plural(len(s.Patches), "patch"), plural(len(rep.Files), "file"))
+	writeIntentsText(w, p, rep.Intents)
+}
+
+func writePatchOutcome(w io.Writer, p *printer, r series.PatchResult) {
+	switch r.Outcome() {
+	case "exact":
+		fmt.Fprintf(w, "  %-8s %s\n", p.Paint(green, "exact"), r.Name)
+	case "offset":
+		var offs []string
+		for _, h := range r.Hunks {
+			if h.Offset != 0 {
+				offs = append(offs, fmt.Sprintf("%s hunk %d/%d %+d", h.File, h.Hunk, h.Hunks, h.Offset))
+			}
+		}
+		fmt.Fprintf(w, "  %-8s %s (offset %d: %s)\n", p.Paint(yellow, "offset"), r.Name, r.MaxOffset(), strings.Join(offs, ", "))
+	default:
+		note := ""
+		if r.AfterConflict {
+			note = " (after an earlier conflict)"
+		}
+		fmt.Fprintf(w, "  %-8s %s%s\n", p.Paint(red, "conflict"), r.Name, note)
+	}
+}

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+type checkOptions struct {
+	treeOptions
+}
+
+func newCheckCmd(d *deps) *cobra.Command {
+	opts := &checkOptions{}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Lint the series and, given --tree, report whether each patch would apply",
+		Long: `Lint the series: every listed file exists and every patch file is listed, IDs are
+unique and names well formed, each patch parses as a git format-patch mail with complete
+headers, paths are safe, and the Intent:/Test: trailers are well formed (see
+docs/series-format.md). Problems are listed as FILE:LINE: message (exit 1).
+
+With --tree, also compute — in memory, writing nothing — whether each patch would apply
+to that tree: exact, at an offset (with the hunks that moved), or conflict (exit 3).`,
+		Example: `  mpspatch check
+  mpspatch check --patches ./patches
+  mpspatch check --tree ~/src/pytorch --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCheck(cmd.Context(), d, opts, cmd.Flags().Changed("tree"))
+		},
+	}
+	addPatchesFlag(cmd, &opts.treeOptions)
+	cmd.Flags().StringVar(&opts.tree, "tree", "", "also check that the series applies to this tree")
+	return cmd
+}
+
+type checkPatch struct {
+	Name    string `json:"patch"`
+	Title   string `json:"title"`
+	Files   int    `json:"files"`
+	Intents int    `json:"intents"`
+	Tests   int    `json:"tests"`
+	Outcome string `json:"outcome,omitempty"` // with --tree: exact, offset, conflict, applied
+	Offset  int    `json:"max_offset,omitempty"`
+}
+
+type checkReport struct {
+	Series    string             `json:"series"`
+	Source    string             `json:"source"`
+	Patches   []checkPatch       `json:"patches"`
+	Tree      string             `json:"tree,omitempty"`
+	TreeState string             `json:"tree_state,omitempty"`
+	Conflicts []*series.Conflict `json:"conflicts,omitempty"`
+	Problems  []string           `json:"problems,omitempty"`
+}
+
+func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := d.printer()
+	s, err := d.loadSeries(&opts.treeOptions)
+	var lint *series.LintError
+	if errors.As(err, &lint) {
+		rep := checkReport{Source: lint.Source}
+		for _, pr := range lint.Problems {
+			rep.Problems = append(rep.Problems, pr.String())
+		}
+		if perr := p.Result(rep, func(w io.Writer) {
+			fmt.Fprintf(w, "series %s: %s\n", lint.Source, plural(len(lint.Problems), "problem"))
+			for _, pr := range lint.Problems {
+				fmt.Fprintf(w, "  %s\n", pr)
+			}
+		}); perr != nil {
+			return perr
+		}
+		return &silentError{code: ExitCheckFailed}
+	}
+	if err != nil {
+		return err
+	}
+	rep := checkReport{Series: s.Hash(), Source: s.Source}
+	for _, pt := range s.Patches {
+		rep.Patches = append(rep.Patches, checkPatch{
+			Name: pt.Name, Title: pt.Title, Files: len(pt.Files),
+			Intents: len(pt.TrailerValues("Intent")), Tests: len(pt.TrailerValues("Test")),
+		})
+	}
+	rep.Problems = append(rep.Problems, checkTrailers(s)...)
+
+	code := ExitOK
+	if len(rep.Problems) > 0 {
+		code = ExitCheckFailed
+	}
+	if withTree {
+		c, err := checkTree(s, opts.tree, &rep)
+		if err != nil {
+			return err
+		}
+		if c != ExitOK {
+			code = c
+		}
+	}
+	if err := p.Result(rep, func(w io.Writer) { writeCheckText(w, p, &rep) }); err != nil {
+		return err
+	}
+	if code != ExitOK {
+		return &silentError{code: code}
+	}
+	return nil
+}
+
+// checkTree fills rep with the per-patch outcome on the tree; it writes nothing.
+func checkTree(s *series.Series, tree string, rep *checkReport) (int, error) {
+	root, err := openTree(tree)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	rep.Tree = tree
+	// Inspect (not Compute) first: it recovers an interrupted write, and a tree that
+	// already holds the series is reported as such rather than as a conflict.
+	st, err := series.Inspect(root, s)
+	if err != nil {
+		return 0, fmt.Errorf("check %s: %w", tree, err)
+	}
+	rep.TreeState = string(st.Summary())
+	if st.Summary() == series.Applied {
+		for i := range rep.Patches {
+			rep.Patches[i].Outcome = "applied"
+		}
+		return ExitOK, nil
+	}
+	plan, err := series.Compute(root, s, series.Forward)
+	var ce *series.ConflictError
+	if err != nil && !errors.As(err, &ce) {
+		return 0, fmt.Errorf("check %s: %w", tree, err)
+	}
+	for i, r := range plan.Results {
+		rep.Patches[i].Outcome = r.Outcome()
+		rep.Patches[i].Offset = r.MaxOffset()
+	}
+	if ce != nil {
+		rep.Conflicts = ce.Conflicts
+		return ExitConflict, nil
+	}
+	return ExitOK, nil
+}
+
+func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
+	fmt.Fprintf(w, "series %s: %s, %s\n", rep.Source, plural(len(rep.Patches), "patch"), shortHash(rep.Series))
+	for _, pt := range rep.Patches {
+		outcome := ""
+		switch pt.Outcome {
+		case "exact", "applied":
+			outcome = p.Paint(green, pt.Outcome)
+		case "offset":
+			outcome = p.Paint(yellow, fmt.Sprintf("offset %d", pt.Offset))
+		case "conflict":
+			outcome = p.Paint(red, "conflict")
+		}
+		if outcome != "" {
+			outcome = fmt.Sprintf("%-10s ", outcome)
+		}
+		fmt.Fprintf(w, "  %s%s  %s (%s, %s, %s)\n", outcome, pt.Name, pt.Title,
+			plural(pt.Files, "file"), plural(pt.Intents, "intent"), plural(pt.Tests, "test"))
+	}
+	for _, c := range rep.Conflicts {
+		fmt.Fprintln(w)
+		fmt.Fprint(w, c.Report())
+	}
+	for _, pr := range rep.Problems {
+		fmt.Fprintf(w, "  %s %s\n", p.Paint(red, "problem:"), pr)
+	}
+	if rep.Tree != "" && len(rep.Conflicts) == 0 {
+		if rep.TreeState == string(series.Applied) {
+			fmt.Fprintf(w, "%s already holds the series\n", rep.Tree)
+		} else {
+			fmt.Fprintf(w, "the series applies to %s\n", rep.Tree)
+		}
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return "sha256:" + h[:12]
+	}
+	return h
+}

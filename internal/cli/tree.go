@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/patches"
+)
+
+// treeOptions are the flags of every command that works on a tree.
+type treeOptions struct {
+	tree    string
+	patches string
+}
+
+func addTreeFlags(cmd *cobra.Command, o *treeOptions) {
+	cmd.Flags().StringVar(&o.tree, "tree", ".", "PyTorch checkout to work on")
+	addPatchesFlag(cmd, o)
+}
+
+func addPatchesFlag(cmd *cobra.Command, o *treeOptions) {
+	cmd.Flags().StringVar(&o.patches, "patches", "", "series directory (default: config patches.dir, else the series built into mpspatch)")
+}
+
+// loadSeries loads --patches, else the config's patches.dir, else the embedded series.
+// A lint failure is a checks-failed error (exit 1) listing every problem.
+func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
+	dir := o.patches
+	if dir == "" {
+		cfg, err := d.config()
+		if err != nil {
+			return nil, err
+		}
+		dir = cfg.Patches.Dir
+		if dir != "" && cfg.Path != "" && !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(cfg.Path), dir)
+		}
+	}
+	var s *series.Series
+	var err error
+	if dir == "" {
+		s, err = series.Load(patches.FS, ".", "(built-in)")
+	} else {
+		fi, serr := os.Stat(dir)
+		if serr != nil || !fi.IsDir() {
+			return nil, usageErrorf("patches directory %s: %v", dir, errOr(serr, errors.New("not a directory")))
+		}
+		s, err = series.Load(os.DirFS(dir), ".", dir)
+	}
+	if err != nil {
+		return nil, withCode(ExitCheckFailed, err)
+	}
+	return s, nil
+}
+
+func errOr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// openTree opens --tree as an os.Root: every read and write of the engine goes through
+// it, so no path can leave the tree even if a check were missed.
+func openTree(dir string) (*os.Root, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("tree %s does not exist", dir)
+		}
+		return nil, usageErrorf("tree %s: %v", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, usageErrorf("tree %s is not a directory", dir)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, usageErrorf("open tree %s: %v", dir, err)
+	}
+	return r, nil
+}
+
+// engineError maps the engine's errors to exit codes.
+func engineError(err error) error {
+	var ce *series.ConflictError
+	var se *series.StateError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce), errors.As(err, &se):
+		return withCode(ExitConflict, err)
+	}
+	return err
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

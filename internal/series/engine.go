@@ -1,0 +1,97 @@
+package series
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Options tune Apply and Unapply.
+type Options struct {
+	// DryRun computes everything and writes nothing.
+	DryRun bool
+	// IgnoreBase accepts touched files whose content differs from the base the patches
+	// record (a newer upstream, or local edits) as long as every hunk still locates. The
+	// differences are kept: hunks are placed around them, never over them.
+	IgnoreBase bool
+}
+
+// Result is what Apply or Unapply did.
+type Result struct {
+	// Noop is set when the tree already was in the requested state.
+	Noop bool
+	// Recovery says what recovery of an interrupted write did first, if anything.
+	Recovery string
+	Before   *TreeStatus
+	Plan     *Plan
+}
+
+// StateError reports a tree that is neither wholly before nor wholly after the series,
+// or whose touched files carry edits of their own. Nothing was written.
+type StateError struct {
+	Verb   string
+	Status *TreeStatus
+	Hint   string
+}
+
+func (e *StateError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: the tree is %s; refusing to write", e.Verb, e.Status.Summary())
+	for _, f := range e.Status.Files {
+		fmt.Fprintf(&b, "\n  %-60s %s", f.Path, f.State())
+	}
+	if e.Hint != "" {
+		b.WriteString("\n")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+const ignoreBaseHint = `Files marked "with local edits" differ from the base the patches were written for
+(a different upstream commit, or your own changes). --ignore-base applies around the
+differences when every hunk still locates; nothing is overwritten.`
+
+// Apply applies the whole series to the tree at root, all or nothing.
+func Apply(root *os.Root, s *Series, opts Options) (*Result, error) {
+	return run(root, s, Forward, opts)
+}
+
+// Unapply reverses the whole series in the tree at root, all or nothing.
+func Unapply(root *os.Root, s *Series, opts Options) (*Result, error) {
+	return run(root, s, Reverse, opts)
+}
+
+func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error) {
+	st, err := Inspect(root, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
+	}
+	res := &Result{Recovery: st.Recovery, Before: st}
+	done, todo := Applied, NotApplied
+	if dir == Reverse {
+		done, todo = NotApplied, Applied
+	}
+	switch st.Summary() {
+	case done:
+		res.Noop = true
+		return res, nil
+	case todo:
+		if edited := st.Edited(); len(edited) > 0 && !opts.IgnoreBase {
+			return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
+		}
+	default:
+		return res, &StateError{Verb: dir.verb(), Status: st}
+	}
+	plan, err := Compute(root, s, dir)
+	res.Plan = plan
+	if err != nil {
+		return res, err
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+	if err := Commit(root, plan, dir.verb(), s.Hash()); err != nil {
+		return res, fmt.Errorf("%s: %w", dir.verb(), err)
+	}
+	return res, nil
+}

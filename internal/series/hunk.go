@@ -1,0 +1,271 @@
+package series
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+)
+
+// splitLines splits data into lines that keep their line endings, so that a file is
+// rebuilt byte for byte from the lines the patch did not change.
+func splitLines(data []byte) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
+	s := string(data)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			lines = append(lines, s)
+			break
+		}
+		lines = append(lines, s[:i+1])
+		s = s[i+1:]
+	}
+	return lines
+}
+
+// trimEOL drops a trailing "\n" or "\r\n": lines compare by content, so a CRLF file
+// matches a patch written with LF endings.
+func trimEOL(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return strings.TrimSuffix(s, "\r")
+}
+
+// isCRLF says whether most of the file's line endings are CRLF.
+func isCRLF(lines []string) bool {
+	crlf, lf := 0, 0
+	for _, l := range lines {
+		switch {
+		case strings.HasSuffix(l, "\r\n"):
+			crlf++
+		case strings.HasSuffix(l, "\n"):
+			lf++
+		}
+	}
+	return crlf > lf
+}
+
+// placement is where one hunk landed.
+type placement struct {
+	Line   int // 1-based line of the first pre-image line in the file as it was then
+	Offset int // Line minus the line the hunk recorded
+}
+
+// hunkFailure describes a hunk that matched nowhere.
+type hunkFailure struct {
+	index       int // 0-based hunk index
+	expected    []string
+	found       []string
+	foundLine   int // 1-based line of the closest candidate; 0 when the file is too short
+	matched     int // how many lines of the closest candidate match
+	searchFrom  int // offsets searched, relative to the recorded position
+	searchTo    int
+	anchored    string // "beginning" or "end" when the hunk must match there
+	recordedPos int
+}
+
+// applyFragments applies text hunks to data, in order, locating each at its recorded line
+// or the nearest offset where every context and removed line matches. It returns the new
+// content and where each hunk landed, or the first hunk that could not be placed.
+func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []placement, *hunkFailure) {
+	lines := splitLines(data)
+	crlf := isCRLF(lines)
+	var out []placement
+	delta := 0    // lines added minus removed by earlier hunks
+	lastOff := 0  // offset of the previous hunk: the file tends to be shifted as a block
+	minStart := 0 // a hunk may not start inside the previous one's result
+
+	for i, frag := range frags {
+		var pre []string
+		leading, trailing := int(frag.LeadingContext), int(frag.TrailingContext)
+		for _, l := range frag.Lines {
+			if l.Old() {
+				pre = append(pre, l.Line)
+			}
+		}
+		recorded := int(frag.OldPosition) - 1
+		if frag.OldLines == 0 {
+			recorded = int(frag.OldPosition) // pure insertion: after line OldPosition
+		}
+		expected := recorded + delta + lastOff
+		// As git apply: a hunk at line <= 1 must match at the beginning, a hunk without
+		// trailing context must match at the end. No context is ever dropped (zero fuzz).
+		anchor := ""
+		if frag.OldPosition <= 1 {
+			anchor = "beginning"
+		} else if trailing == 0 && len(pre) > 0 {
+			anchor = "end"
+		}
+		_ = leading
+		pos, ok := locate(lines, pre, expected, minStart, anchor)
+		if !ok {
+			return nil, out, describeFailure(lines, pre, i, expected, minStart, anchor, recorded)
+		}
+		off := pos - (recorded + delta)
+		out = append(out, placement{Line: pos + 1, Offset: off})
+
+		var post []string
+		k := pos
+		for _, l := range frag.Lines {
+			switch l.Op {
+			case gitdiff.OpContext:
+				post = append(post, lines[k]) // keep the file's own bytes
+				k++
+			case gitdiff.OpDelete:
+				k++
+			case gitdiff.OpAdd:
+				text := l.Line
+				if crlf && strings.HasSuffix(text, "\n") && !strings.HasSuffix(text, "\r\n") {
+					text = text[:len(text)-1] + "\r\n"
+				}
+				post = append(post, text)
+			}
+		}
+		next := make([]string, 0, len(lines)-len(pre)+len(post))
+		next = append(next, lines[:pos]...)
+		next = append(next, post...)
+		next = append(next, lines[pos+len(pre):]...)
+		lines = next
+		minStart = pos + len(post)
+		delta += int(frag.LinesAdded) - int(frag.LinesDeleted)
+		lastOff = off
+	}
+	var b strings.Builder
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	b.Grow(n)
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	return []byte(b.String()), out, nil
+}
+
+func matchesAt(lines, pre []string, pos int) bool {
+	if pos < 0 || pos+len(pre) > len(lines) {
+		return false
+	}
+	for i, p := range pre {
+		if trimEOL(lines[pos+i]) != trimEOL(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// locate finds the start of pre in lines: at expected, else the nearest offset, trying
+// the earlier candidate first on ties (as git does).
+func locate(lines, pre []string, expected, minStart int, anchor string) (int, bool) {
+	maxStart := len(lines) - len(pre)
+	if len(pre) == 0 {
+		pos := expected
+		if pos < minStart || pos > len(lines) {
+			return 0, false
+		}
+		return pos, true
+	}
+	switch anchor {
+	case "beginning":
+		return 0, minStart == 0 && matchesAt(lines, pre, 0)
+	case "end":
+		return maxStart, maxStart >= minStart && matchesAt(lines, pre, maxStart)
+	}
+	for d := 0; ; d++ {
+		lo, hi := expected-d, expected+d
+		inLo := lo >= minStart && lo <= maxStart
+		inHi := hi >= minStart && hi <= maxStart
+		if !inLo && !inHi && (lo < minStart && hi > maxStart) {
+			return 0, false
+		}
+		if inLo && matchesAt(lines, pre, lo) {
+			return lo, true
+		}
+		if d > 0 && inHi && matchesAt(lines, pre, hi) {
+			return hi, true
+		}
+	}
+}
+
+// describeFailure finds the closest candidate (most matching lines, nearest on ties) so
+// the conflict report can show what the patch expected against what the file holds.
+func describeFailure(lines, pre []string, idx, expected, minStart int, anchor string, recorded int) *hunkFailure {
+	f := &hunkFailure{index: idx, expected: pre, anchored: anchor, recordedPos: recorded + 1}
+	maxStart := len(lines) - len(pre)
+	f.searchFrom, f.searchTo = minStart-expected, maxStart-expected
+	if maxStart < minStart {
+		f.searchFrom, f.searchTo = 0, 0
+	}
+	best, bestScore, bestDist := -1, -1, 0
+	for p := minStart; p <= maxStart; p++ {
+		score := 0
+		for i, want := range pre {
+			if trimEOL(lines[p+i]) == trimEOL(want) {
+				score++
+			}
+		}
+		dist := p - expected
+		if dist < 0 {
+			dist = -dist
+		}
+		if score > bestScore || (score == bestScore && dist < bestDist) {
+			best, bestScore, bestDist = p, score, dist
+		}
+	}
+	if best < 0 {
+		// The file is shorter than the hunk: show what is there from the expected spot.
+		best = expected
+		if best > len(lines) {
+			best = len(lines)
+		}
+		if best < 0 {
+			best = 0
+		}
+		bestScore = 0
+	}
+	end := best + len(pre)
+	if end > len(lines) {
+		end = len(lines)
+	}
+	f.found = lines[best:end]
+	f.foundLine = best + 1
+	f.matched = bestScore
+	return f
+}
+
+// diffWindow renders expected against found, line by line, as a small diff.
+func diffWindow(expected, found []string) string {
+	var b strings.Builder
+	n := len(expected)
+	if len(found) > n {
+		n = len(found)
+	}
+	for i := 0; i < n; i++ {
+		var e, f string
+		he, hf := i < len(expected), i < len(found)
+		if he {
+			e = trimEOL(expected[i])
+		}
+		if hf {
+			f = trimEOL(found[i])
+		}
+		switch {
+		case he && hf && e == f:
+			fmt.Fprintf(&b, "      %s\n", e)
+		default:
+			if he {
+				fmt.Fprintf(&b, "    - %s\n", e)
+			}
+			if hf {
+				fmt.Fprintf(&b, "    + %s\n", f)
+			} else {
+				b.WriteString("    + (end of file)\n")
+			}
+		}
+	}
+	return b.String()
+}

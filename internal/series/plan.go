@@ -1,0 +1,413 @@
+package series
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+)
+
+// Direction says whether a plan applies the series or reverses it.
+type Direction int
+
+const (
+	Forward Direction = iota // apply, first patch first
+	Reverse                  // unapply, last patch first, each diff reversed
+)
+
+func (d Direction) verb() string {
+	if d == Reverse {
+		return "unapply"
+	}
+	return "apply"
+}
+
+// HunkResult says where one hunk landed.
+type HunkResult struct {
+	File   string `json:"file"`
+	Hunk   int    `json:"hunk"` // 1-based
+	Hunks  int    `json:"hunks"`
+	Line   int    `json:"line"`
+	Offset int    `json:"offset"`
+}
+
+// PatchResult is the outcome of one patch within a plan.
+type PatchResult struct {
+	Patch     *Patch       `json:"-"`
+	Name      string       `json:"patch"`
+	Hunks     []HunkResult `json:"hunks,omitempty"`
+	Conflicts []*Conflict  `json:"conflicts,omitempty"`
+	// AfterConflict is set when an earlier patch conflicted, so this result was computed
+	// on a tree that lacks that patch's failed files and may be wrong for that reason.
+	AfterConflict bool `json:"after_conflict,omitempty"`
+}
+
+// Outcome summarises the result: "exact", "offset" or "conflict".
+func (r PatchResult) Outcome() string {
+	if len(r.Conflicts) > 0 {
+		return "conflict"
+	}
+	for _, h := range r.Hunks {
+		if h.Offset != 0 {
+			return "offset"
+		}
+	}
+	return "exact"
+}
+
+// MaxOffset is the largest absolute hunk offset in the result.
+func (r PatchResult) MaxOffset() int {
+	m := 0
+	for _, h := range r.Hunks {
+		o := h.Offset
+		if o < 0 {
+			o = -o
+		}
+		if o > m {
+			m = o
+		}
+	}
+	return m
+}
+
+// Change is the net effect of a plan on one path.
+type Change struct {
+	Path      string
+	OldExists bool
+	OldData   []byte
+	OldMode   fs.FileMode
+	NewExists bool
+	NewData   []byte
+	NewMode   fs.FileMode
+}
+
+// Plan is the whole effect of applying or reversing a series, computed in memory.
+type Plan struct {
+	Direction Direction
+	Results   []PatchResult
+	Changes   []Change
+}
+
+// Conflicted says whether any patch failed.
+func (p *Plan) Conflicted() bool {
+	for _, r := range p.Results {
+		if len(r.Conflicts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ConflictError is returned when a plan has conflicts; nothing was written.
+type ConflictError struct {
+	Direction Direction
+	Conflicts []*Conflict
+}
+
+func (e *ConflictError) Error() string {
+	if len(e.Conflicts) == 0 {
+		return "conflict"
+	}
+	msg := e.Conflicts[0].Error()
+	if n := len(e.Conflicts) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// Conflict is one hunk or file that does not apply.
+type Conflict struct {
+	Verb   string `json:"-"`
+	Patch  string `json:"patch"`
+	File   string `json:"file"`
+	Hunk   int    `json:"hunk,omitempty"` // 1-based; 0 for file-level problems
+	Hunks  int    `json:"hunks,omitempty"`
+	Header string `json:"header,omitempty"`
+	Reason string `json:"reason"`
+
+	Expected   []string `json:"expected,omitempty"`
+	Found      []string `json:"found,omitempty"`
+	FoundLine  int      `json:"found_line,omitempty"`
+	Matched    int      `json:"matched,omitempty"`
+	SearchFrom int      `json:"search_from,omitempty"`
+	SearchTo   int      `json:"search_to,omitempty"`
+	Anchor     string   `json:"anchor,omitempty"`
+}
+
+func (c *Conflict) Error() string {
+	if c.Hunk == 0 {
+		return fmt.Sprintf("%s %s: %s: %s", c.Verb, c.Patch, c.File, c.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s hunk %d/%d: %s", c.Verb, c.Patch, c.File, c.Hunk, c.Hunks, c.Reason)
+}
+
+// Report renders the conflict for a person: which hunk, what it expected, what the file
+// holds at the closest candidate position, and the offsets searched.
+func (c *Conflict) Report() string {
+	var b strings.Builder
+	b.WriteString(c.Error())
+	b.WriteString("\n")
+	if c.Hunk == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  hunk: %s\n", strings.TrimSpace(c.Header))
+	switch {
+	case c.Anchor != "":
+		fmt.Fprintf(&b, "  searched: only the %s of the file (the hunk has no context on that side)\n", c.Anchor)
+	case c.SearchFrom == 0 && c.SearchTo == 0:
+		b.WriteString("  searched: nowhere (the file is shorter than the hunk)\n")
+	default:
+		fmt.Fprintf(&b, "  searched: offsets %+d..%+d (every position in the file)\n", c.SearchFrom, c.SearchTo)
+	}
+	if c.FoundLine > 0 {
+		fmt.Fprintf(&b, "  closest: line %d, %d of %d lines match\n", c.FoundLine, c.Matched, len(c.Expected))
+	}
+	fmt.Fprintf(&b, "    --- expected (patch)\n    +++ found (line %d)\n", c.FoundLine)
+	b.WriteString(diffWindow(c.Expected, c.Found))
+	return b.String()
+}
+
+// image is a file's content as the plan goes along.
+type image struct {
+	exists bool
+	data   []byte
+	mode   fs.FileMode // permission bits
+
+	origExists bool
+	origData   []byte
+	origMode   fs.FileMode
+}
+
+// Compute works out the effect of s on the tree at root without writing anything. On
+// conflicts it returns the plan (with every patch's result) and a *ConflictError.
+func Compute(root *os.Root, s *Series, dir Direction) (*Plan, error) {
+	return ComputePatches(root, s.Patches, dir)
+}
+
+// ComputePatches is Compute for a list of patches (a prefix of a series, for example).
+func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, error) {
+	c := &computer{root: root, images: map[string]*image{}, dir: dir}
+	plan := &Plan{Direction: dir}
+	order := make([]*Patch, len(patches))
+	copy(order, patches)
+	if dir == Reverse {
+		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+			order[i], order[j] = order[j], order[i]
+		}
+	}
+	var all []*Conflict
+	for _, p := range order {
+		r := c.applyPatch(p)
+		r.AfterConflict = len(all) > 0
+		all = append(all, r.Conflicts...)
+		plan.Results = append(plan.Results, r)
+	}
+	if c.fatal != nil {
+		return nil, c.fatal
+	}
+	for _, path := range c.order {
+		im := c.images[path]
+		if im.exists == im.origExists && im.mode == im.origMode && bytes.Equal(im.data, im.origData) {
+			continue
+		}
+		plan.Changes = append(plan.Changes, Change{
+			Path: path, OldExists: im.origExists, OldData: im.origData, OldMode: im.origMode,
+			NewExists: im.exists, NewData: im.data, NewMode: im.mode,
+		})
+	}
+	if len(all) > 0 {
+		return plan, &ConflictError{Direction: dir, Conflicts: all}
+	}
+	return plan, nil
+}
+
+type computer struct {
+	root   *os.Root
+	dir    Direction
+	images map[string]*image
+	order  []string // paths in first-touch order, for deterministic writes
+	fatal  error    // an I/O or safety error: not a conflict, stops everything
+}
+
+// load returns the image of path, reading it from the tree on first use.
+func (c *computer) load(path string) (*image, error) {
+	if im, ok := c.images[path]; ok {
+		return im, nil
+	}
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	if err := checkNoSymlink(c.root, path); err != nil {
+		return nil, err
+	}
+	im := &image{}
+	data, err := c.root.ReadFile(path)
+	switch {
+	case err == nil:
+		fi, err := c.root.Lstat(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		im.exists, im.data, im.mode = true, data, fi.Mode().Perm()
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	im.origExists, im.origData, im.origMode = im.exists, im.data, im.mode
+	c.images[path] = im
+	c.order = append(c.order, path)
+	return im, nil
+}
+
+func (c *computer) applyPatch(p *Patch) PatchResult {
+	r := PatchResult{Patch: p, Name: p.Name}
+	files := p.Files
+	if c.dir == Reverse {
+		files = make([]*gitdiff.File, len(p.Files))
+		for i, f := range p.Files {
+			files[len(p.Files)-1-i] = reverseFile(f)
+		}
+	}
+	for _, f := range files {
+		hunks, conflict := c.applyFile(p, f)
+		r.Hunks = append(r.Hunks, hunks...)
+		if conflict != nil {
+			r.Conflicts = append(r.Conflicts, conflict)
+		}
+		if c.fatal != nil {
+			return r
+		}
+	}
+	return r
+}
+
+func (c *computer) conflict(p *Patch, path, format string, args ...any) *Conflict {
+	return &Conflict{Verb: c.dir.verb(), Patch: p.Name, File: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// applyFile applies one file diff to the images. A conflict leaves the images untouched.
+func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict) {
+	srcPath, dstPath := f.OldName, f.NewName
+	if f.IsNew {
+		srcPath = ""
+	}
+	if f.IsDelete {
+		dstPath = ""
+	}
+	var src, dst *image
+	var err error
+	if srcPath != "" {
+		if src, err = c.load(srcPath); err != nil {
+			c.fatal = fmt.Errorf("%s %s: %w", c.dir.verb(), p.Name, err)
+			return nil, nil
+		}
+		if !src.exists {
+			return nil, c.conflict(p, srcPath, "file does not exist")
+		}
+	}
+	if dstPath != "" {
+		if dst, err = c.load(dstPath); err != nil {
+			c.fatal = fmt.Errorf("%s %s: %w", c.dir.verb(), p.Name, err)
+			return nil, nil
+		}
+		if dst.exists && dst != src {
+			return nil, c.conflict(p, dstPath, "file already exists")
+		}
+	}
+	name := dstPath
+	if name == "" {
+		name = srcPath
+	}
+	var in []byte
+	if src != nil {
+		in = src.data
+	}
+
+	var out []byte
+	var hunks []HunkResult
+	switch {
+	case f.IsBinary:
+		var buf bytes.Buffer
+		if err := gitdiff.Apply(&buf, bytes.NewReader(in), f); err != nil {
+			return nil, c.conflict(p, name, "binary patch does not apply: %v", err)
+		}
+		out = buf.Bytes()
+	case len(f.TextFragments) > 0:
+		res, places, fail := applyFragments(in, f.TextFragments)
+		if fail != nil {
+			frag := f.TextFragments[fail.index]
+			reason := "context mismatch"
+			if fail.foundLine > 0 {
+				reason = fmt.Sprintf("context mismatch at line %d", fail.foundLine)
+			}
+			cf := c.conflict(p, name, "%s", reason)
+			cf.Hunk, cf.Hunks, cf.Header = fail.index+1, len(f.TextFragments), frag.Header()
+			cf.Expected, cf.Found, cf.FoundLine, cf.Matched = fail.expected, fail.found, fail.foundLine, fail.matched
+			cf.SearchFrom, cf.SearchTo, cf.Anchor = fail.searchFrom, fail.searchTo, fail.anchored
+			return nil, cf
+		}
+		out = res
+		for i, pl := range places {
+			hunks = append(hunks, HunkResult{File: name, Hunk: i + 1, Hunks: len(f.TextFragments), Line: pl.Line, Offset: pl.Offset})
+		}
+	default:
+		out = in // mode change or rename only
+	}
+
+	if f.IsDelete {
+		if len(out) != 0 {
+			return nil, c.conflict(p, srcPath, "the file holds more than the patch deletes")
+		}
+		src.exists, src.data = false, nil
+		return hunks, nil
+	}
+	mode := fs.FileMode(0o644)
+	if src != nil {
+		mode = src.mode
+	}
+	if f.NewMode != 0 {
+		mode = f.NewMode.Perm()
+	}
+	if src != nil && src != dst && !f.IsCopy {
+		src.exists, src.data = false, nil // rename: the old path goes away
+	}
+	dst.exists, dst.data, dst.mode = true, out, mode
+	return hunks, nil
+}
+
+// reverseFile returns the diff that undoes f.
+func reverseFile(f *gitdiff.File) *gitdiff.File {
+	r := *f
+	r.OldName, r.NewName = f.NewName, f.OldName
+	r.OldMode, r.NewMode = f.NewMode, f.OldMode
+	r.OldOIDPrefix, r.NewOIDPrefix = f.NewOIDPrefix, f.OldOIDPrefix
+	r.IsNew, r.IsDelete = f.IsDelete, f.IsNew
+	if f.IsCopy {
+		// Undoing a copy deletes the copy.
+		r.IsCopy, r.IsDelete, r.OldName, r.NewName = false, true, f.NewName, ""
+	}
+	r.BinaryFragment, r.ReverseBinaryFragment = f.ReverseBinaryFragment, f.BinaryFragment
+	r.TextFragments = make([]*gitdiff.TextFragment, len(f.TextFragments))
+	for i, fr := range f.TextFragments {
+		n := *fr
+		n.OldPosition, n.NewPosition = fr.NewPosition, fr.OldPosition
+		n.OldLines, n.NewLines = fr.NewLines, fr.OldLines
+		n.LinesAdded, n.LinesDeleted = fr.LinesDeleted, fr.LinesAdded
+		n.Lines = make([]gitdiff.Line, len(fr.Lines))
+		for j, l := range fr.Lines {
+			switch l.Op {
+			case gitdiff.OpAdd:
+				l.Op = gitdiff.OpDelete
+			case gitdiff.OpDelete:
+				l.Op = gitdiff.OpAdd
+			}
+			n.Lines[j] = l
+		}
+		r.TextFragments[i] = &n
+	}
+	return &r
+}

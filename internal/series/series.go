@@ -1,0 +1,520 @@
+package series
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+)
+
+// OrderFile is the name of the file that lists the patches in apply order.
+const OrderFile = "series"
+
+// MaxPatchSize bounds one patch file; anything larger is refused before parsing.
+const MaxPatchSize = 16 << 20
+
+// Series is a loaded, linted patch series.
+type Series struct {
+	// Source names where the series came from, for messages ("patches", "(embedded)").
+	Source  string
+	Patches []*Patch
+	hash    string
+}
+
+// Patch is one NNNN-slug.patch mail.
+type Patch struct {
+	Name       string // file name, e.g. 0003-per-stream-locking.patch
+	ID         int    // the permanent NNNN
+	Slug       string
+	SeriesLine int // line of the series file that lists it
+	Raw        []byte
+
+	Title    string
+	Author   string
+	Date     string
+	Body     string
+	Trailers []Trailer
+	Files    []*gitdiff.File
+}
+
+// Trailer is one `Key: value` line of a patch body's trailer paragraph.
+type Trailer struct {
+	Key   string
+	Value string
+	Line  int // 1-based line in the patch file
+}
+
+// TrailerValues returns the trailers with key (case-insensitive), in order.
+func (p *Patch) TrailerValues(key string) []Trailer {
+	var out []Trailer
+	for _, t := range p.Trailers {
+		if strings.EqualFold(t.Key, key) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Paths returns every tree path the patch reads or writes, in patch order, deduplicated.
+func (p *Patch) Paths() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range p.Files {
+		for _, n := range []string{f.OldName, f.NewName} {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Hash identifies the series content: the order and every patch's bytes.
+func (s *Series) Hash() string { return s.hash }
+
+// Problem is one lint finding, with its position.
+type Problem struct {
+	File string
+	Line int // 0 when the problem concerns the whole file
+	Msg  string
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", p.File, p.Msg)
+}
+
+// LintError lists every problem Load found. The series is unusable while it has any.
+type LintError struct {
+	Source   string
+	Problems []Problem
+}
+
+func (e *LintError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "series %s: %d problem", e.Source, len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+var (
+	nameRE    = regexp.MustCompile(`^([0-9]{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.patch$`)
+	mboxRE    = regexp.MustCompile(`^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$`)
+	trailerRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*): (.*)$`)
+	testRefRE = regexp.MustCompile(`^(?:verify/suites/)?(test_[A-Za-z0-9_]+\.py|bench_[A-Za-z0-9_]+\.py)(?:::([A-Za-z_][A-Za-z0-9_]*))?$`)
+)
+
+// Load reads dir/series and every patch from fsys, lints them, and returns the series.
+// On any problem it returns a *LintError listing all of them (and no series).
+func Load(fsys fs.FS, dir, source string) (*Series, error) {
+	l := &loader{fsys: fsys, dir: dir, s: &Series{Source: source}}
+	l.load()
+	if len(l.problems) > 0 {
+		return nil, &LintError{Source: source, Problems: l.problems}
+	}
+	l.s.hash = l.hashSeries()
+	return l.s, nil
+}
+
+type loader struct {
+	fsys     fs.FS
+	dir      string
+	s        *Series
+	problems []Problem
+	order    []byte
+}
+
+func (l *loader) problem(file string, line int, format string, args ...any) {
+	l.problems = append(l.problems, Problem{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) join(name string) string {
+	if l.dir == "" || l.dir == "." {
+		return name
+	}
+	return path.Join(l.dir, name)
+}
+
+func (l *loader) load() {
+	order, err := fs.ReadFile(l.fsys, l.join(OrderFile))
+	if err != nil {
+		l.problem(OrderFile, 0, "cannot read the order file: %v", errors.Unwrap(err))
+		return
+	}
+	l.order = order
+	listed := l.parseOrder(order)
+
+	// Every *.patch in the directory must be listed: a forgotten patch is an error.
+	entries, err := fs.ReadDir(l.fsys, l.dirOrDot())
+	if err != nil {
+		l.problem(l.dirOrDot(), 0, "cannot list the directory: %v", err)
+		return
+	}
+	var unlisted []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".patch") && !listed[e.Name()] {
+			unlisted = append(unlisted, e.Name())
+		}
+	}
+	sort.Strings(unlisted)
+	for _, n := range unlisted {
+		l.problem(n, 0, "patch file is not listed in %s (add it, or delete the file)", OrderFile)
+	}
+	for _, p := range l.s.Patches {
+		l.loadPatch(p)
+	}
+}
+
+func (l *loader) dirOrDot() string {
+	if l.dir == "" {
+		return "."
+	}
+	return l.dir
+}
+
+// parseOrder reads the series file: names, comments, blank lines.
+func (l *loader) parseOrder(order []byte) map[string]bool {
+	listed := map[string]bool{}
+	ids := map[int]int{} // ID -> series line
+	sc := bufio.NewScanner(bytes.NewReader(order))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if strings.ContainsAny(text, " \t") {
+			// quilt allows options after the name (-p1); we do not, say so plainly.
+			l.problem(OrderFile, line, "want one patch file name per line, have %q", text)
+			continue
+		}
+		m := nameRE.FindStringSubmatch(text)
+		if m == nil {
+			l.problem(OrderFile, line, "%q: want a name of the form NNNN-slug.patch (four digits, lowercase slug of letters, digits and dashes)", text)
+			continue
+		}
+		if listed[text] {
+			l.problem(OrderFile, line, "%s is listed twice", text)
+			continue
+		}
+		id, _ := strconv.Atoi(m[1])
+		if prev, dup := ids[id]; dup {
+			l.problem(OrderFile, line, "ID %s is already used on line %d; IDs are permanent and unique", m[1], prev)
+			continue
+		}
+		ids[id] = line
+		listed[text] = true
+		l.s.Patches = append(l.s.Patches, &Patch{Name: text, ID: id, Slug: m[2], SeriesLine: line})
+	}
+	if err := sc.Err(); err != nil {
+		l.problem(OrderFile, line+1, "read: %v", err)
+	}
+	return listed
+}
+
+func (l *loader) loadPatch(p *Patch) {
+	f, err := l.fsys.Open(l.join(p.Name))
+	if err != nil {
+		l.problem(OrderFile, p.SeriesLine, "%s is listed but cannot be read: %v", p.Name, errors.Unwrap(err))
+		return
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxPatchSize+1)); err != nil {
+		l.problem(p.Name, 0, "read: %v", err)
+		return
+	}
+	if buf.Len() > MaxPatchSize {
+		l.problem(p.Name, 0, "larger than %d MiB; refusing to parse", MaxPatchSize>>20)
+		return
+	}
+	p.Raw = buf.Bytes()
+	for _, prob := range ParsePatch(p) {
+		l.problems = append(l.problems, prob)
+	}
+}
+
+// ParsePatch parses p.Raw into p's header, trailers and files, and returns the problems
+// found. It never panics on any input.
+func ParsePatch(p *Patch) []Problem {
+	var probs []Problem
+	add := func(line int, format string, args ...any) {
+		probs = append(probs, Problem{File: p.Name, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	raw := p.Raw
+	if starts := mailStarts(raw); len(starts) > 1 {
+		add(starts[1], "holds %d mails (starting on lines %s); split them into one NNNN-slug.patch each — mpspatch never merges them", len(starts), joinInts(starts))
+		return probs
+	}
+	if bytes.IndexByte(raw, 0) >= 0 && !bytes.Contains(raw, []byte("GIT binary patch")) {
+		add(0, "contains NUL bytes; want a text git format-patch mail")
+		return probs
+	}
+	files, preamble, err := gitdiff.Parse(bytes.NewReader(raw))
+	if err != nil {
+		add(lineOfParseError(err), "parse diff: %v", err)
+		return probs
+	}
+	if len(files) == 0 {
+		if ln := edStyleLine(raw); ln > 0 {
+			add(ln, "looks like an ed-style or normal diff; only unified git diffs are accepted (git format-patch)")
+		} else if ln := contextDiffLine(raw); ln > 0 {
+			add(ln, "looks like a context diff (*** / ---); only unified git diffs are accepted (git format-patch)")
+		} else {
+			add(0, "no unified diff found; want a git format-patch mail with a `diff --git` section")
+		}
+		return probs
+	}
+	p.Files = files
+	hdr, err := gitdiff.ParsePatchHeader(preamble)
+	if err != nil {
+		add(1, "mail header: %v; want From:, Date: and Subject: headers as git format-patch writes them", err)
+		return probs
+	}
+	if hdr.Author == nil {
+		add(headerLine(raw, "From:"), "missing From: header (want \"Name <email>\")")
+	} else {
+		p.Author = hdr.Author.String()
+	}
+	if hdr.AuthorDate.IsZero() {
+		add(headerLine(raw, "Date:"), "missing or unreadable Date: header")
+	} else {
+		p.Date = hdr.AuthorDate.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if strings.TrimSpace(hdr.Title) == "" {
+		add(headerLine(raw, "Subject:"), "missing Subject: header")
+	}
+	p.Title = hdr.Title
+	p.Body = hdr.Body
+	p.Trailers = parseTrailers(raw, hdr.Body)
+	for _, t := range p.Trailers {
+		switch strings.ToLower(t.Key) {
+		case "intent":
+			if strings.TrimSpace(t.Value) == "" {
+				add(t.Line, "empty Intent: trailer")
+			}
+		case "test":
+			if !testRefRE.MatchString(strings.TrimSpace(t.Value)) {
+				add(t.Line, "Test: %q: want FILE.py::NAME, a test in verify/suites/ (for example test_linear.py::test_linear_variants)", t.Value)
+			}
+		}
+	}
+	for i, f := range files {
+		for _, prob := range checkFile(f) {
+			add(diffLine(raw, f, i), "%s", prob)
+		}
+	}
+	return probs
+}
+
+// checkFile refuses what the engine never applies: hostile paths, symlinks, submodules,
+// oversized binaries.
+func checkFile(f *gitdiff.File) []string {
+	var out []string
+	for _, n := range []string{f.OldName, f.NewName} {
+		if n == "" {
+			continue
+		}
+		if err := CheckPath(n); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	if f.OldName == "" && f.NewName == "" {
+		out = append(out, "file diff names no path")
+	}
+	for _, m := range []fs.FileMode{f.OldMode, f.NewMode} {
+		switch {
+		case m == 0:
+		case m&fs.ModeSymlink != 0 || m == 0o120000:
+			out = append(out, fmt.Sprintf("%s: symbolic links are refused (mode %o)", displayName(f), m))
+		case m == 0o160000 || m&fs.ModeType != 0:
+			out = append(out, fmt.Sprintf("%s: only regular files are supported (mode %o)", displayName(f), m))
+		}
+	}
+	if f.IsBinary {
+		if f.BinaryFragment == nil {
+			out = append(out, fmt.Sprintf("%s: binary change without data (\"Binary files differ\"); export with --binary", displayName(f)))
+		} else if f.BinaryFragment.Size > MaxBinarySize {
+			out = append(out, fmt.Sprintf("%s: binary patch of %d bytes exceeds the %d byte limit", displayName(f), f.BinaryFragment.Size, MaxBinarySize))
+		}
+	}
+	for i, frag := range f.TextFragments {
+		if err := frag.Validate(); err != nil {
+			out = append(out, fmt.Sprintf("%s hunk %d/%d: %v", displayName(f), i+1, len(f.TextFragments), err))
+		}
+	}
+	return out
+}
+
+// MaxBinarySize bounds the decoded size of a binary patch.
+const MaxBinarySize = 1 << 20
+
+func displayName(f *gitdiff.File) string {
+	if f.NewName != "" {
+		return f.NewName
+	}
+	return f.OldName
+}
+
+// mailStarts returns the 1-based lines where a format-patch mail begins.
+func mailStarts(raw []byte) []int {
+	var starts []int
+	line := 0
+	for len(raw) > 0 {
+		line++
+		i := bytes.IndexByte(raw, '\n')
+		var l []byte
+		if i < 0 {
+			l, raw = raw, nil
+		} else {
+			l, raw = raw[:i], raw[i+1:]
+		}
+		if mboxRE.Match(bytes.TrimSuffix(l, []byte("\r"))) {
+			starts = append(starts, line)
+		}
+	}
+	return starts
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+var (
+	edRE      = regexp.MustCompile(`^[0-9]+(,[0-9]+)?[acd][0-9]+(,[0-9]+)?$`)
+	contextRE = regexp.MustCompile(`^\*\*\* [0-9]+(,[0-9]+)? \*\*\*\*$`)
+	parseErrLineRE = regexp.MustCompile(`line (\d+)`)
+)
+
+func edStyleLine(raw []byte) int    { return firstMatchingLine(raw, edRE) }
+func contextDiffLine(raw []byte) int { return firstMatchingLine(raw, contextRE) }
+
+func firstMatchingLine(raw []byte, re *regexp.Regexp) int {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 4096), MaxPatchSize)
+	n := 0
+	for sc.Scan() {
+		n++
+		if re.MatchString(strings.TrimRight(sc.Text(), "\r")) {
+			return n
+		}
+	}
+	return 0
+}
+
+// headerLine finds the line of a mail header, or 1 when it is absent.
+func headerLine(raw []byte, prefix string) int {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 4096), MaxPatchSize)
+	n := 0
+	for sc.Scan() {
+		n++
+		if strings.HasPrefix(sc.Text(), prefix) {
+			return n
+		}
+		if sc.Text() == "" {
+			break
+		}
+	}
+	return 1
+}
+
+// diffLine finds the `diff --git` line of the i-th file in raw.
+func diffLine(raw []byte, f *gitdiff.File, i int) int {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 4096), MaxPatchSize)
+	n, seen := 0, -1
+	for sc.Scan() {
+		n++
+		if strings.HasPrefix(sc.Text(), "diff --git ") {
+			seen++
+			if seen == i {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// lineOfParseError extracts the line number go-gitdiff puts in its messages ("gitdiff: line 12: ...").
+func lineOfParseError(err error) int {
+	m := parseErrLineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// parseTrailers reads the trailer paragraph (the last paragraph of the body whose every
+// line is `Key: value`) and finds each trailer's line in the raw mail.
+func parseTrailers(raw []byte, body string) []Trailer {
+	body = strings.TrimRight(body, "\n")
+	paras := strings.Split(body, "\n\n")
+	last := strings.TrimSpace(paras[len(paras)-1])
+	if last == "" {
+		return nil
+	}
+	var out []Trailer
+	for _, l := range strings.Split(last, "\n") {
+		m := trailerRE.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			return nil // not a trailer paragraph
+		}
+		out = append(out, Trailer{Key: m[1], Value: strings.TrimSpace(m[2])})
+	}
+	// Locate each trailer line in the raw mail, before the `---` that starts the diffstat.
+	lines := strings.Split(string(raw), "\n")
+	from := 0
+	for i := range out {
+		want := out[i].Key + ": "
+		for j := from; j < len(lines); j++ {
+			if lines[j] == "---" {
+				break
+			}
+			if strings.HasPrefix(strings.TrimSpace(lines[j]), want) && strings.Contains(lines[j], out[i].Value) {
+				out[i].Line = j + 1
+				from = j + 1
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (l *loader) hashSeries() string {
+	h := sha256.New()
+	h.Write(l.order)
+	for _, p := range l.s.Patches {
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", p.Name, len(p.Raw))
+		h.Write(p.Raw)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
