@@ -71,19 +71,19 @@ Unapplying a tree that does not hold the series does nothing (exit 0).`,
 
 // applyReport is the --json shape of apply and unapply.
 type applyReport struct {
-	Operation string                `json:"operation"`
-	Tree      string                `json:"tree"`
-	Series    string                `json:"series"`
-	DryRun    bool                  `json:"dry_run"`
-	Noop      bool                  `json:"noop"`
-	Recovery  string                `json:"recovery,omitempty"`
-	Patches   []series.PatchResult  `json:"patches,omitempty"`
-	Outcomes  map[string]string     `json:"outcomes,omitempty"`
-	Files     []string              `json:"files_written,omitempty"`
-	Conflicts []*series.Conflict    `json:"conflicts,omitempty"`
-	State     *series.TreeStatus    `json:"state,omitempty"`
-	Intents   []intentReport        `json:"intents,omitempty"`
-	Error     string                `json:"error,omitempty"`
+	Operation string               `json:"operation"`
+	Tree      string               `json:"tree"`
+	Series    string               `json:"series"`
+	DryRun    bool                 `json:"dry_run"`
+	Noop      bool                 `json:"noop"`
+	Recovery  string               `json:"recovery,omitempty"`
+	Patches   []series.PatchResult `json:"patches,omitempty"`
+	Outcomes  map[string]string    `json:"outcomes,omitempty"`
+	Files     []string             `json:"files_written,omitempty"`
+	Conflicts []*series.Conflict   `json:"conflicts,omitempty"`
+	State     *series.TreeStatus   `json:"state,omitempty"`
+	Intents   []intentReport       `json:"intents,omitempty"`
+	Error     string               `json:"error,omitempty"`
 }
 
 func runApply(ctx context.Context, d *deps, opts *applyOptions) error {

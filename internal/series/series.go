@@ -407,12 +407,12 @@ func joinInts(v []int) string {
 }
 
 var (
-	edRE      = regexp.MustCompile(`^[0-9]+(,[0-9]+)?[acd][0-9]+(,[0-9]+)?$`)
-	contextRE = regexp.MustCompile(`^\*\*\* [0-9]+(,[0-9]+)? \*\*\*\*$`)
+	edRE           = regexp.MustCompile(`^[0-9]+(,[0-9]+)?[acd][0-9]+(,[0-9]+)?$`)
+	contextRE      = regexp.MustCompile(`^\*\*\* [0-9]+(,[0-9]+)? \*\*\*\*$`)
 	parseErrLineRE = regexp.MustCompile(`line (\d+)`)
 )
 
-func edStyleLine(raw []byte) int    { return firstMatchingLine(raw, edRE) }
+func edStyleLine(raw []byte) int     { return firstMatchingLine(raw, edRE) }
 func contextDiffLine(raw []byte) int { return firstMatchingLine(raw, contextRE) }
 
 func firstMatchingLine(raw []byte, re *regexp.Regexp) int {
@@ -517,4 +517,3 @@ func (l *loader) hashSeries() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
