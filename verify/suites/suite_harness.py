@@ -1,0 +1,625 @@
+"""Shared machinery of the mpspatch concurrency suites.
+
+Everything here is either a pure function (tested in test_harness.py) or a thin wrapper over
+torch that hides the differences between devices and torch versions (1.13 on Debian, 2.x on
+CUDA machines, patched 2.9.1 on a Mac). No test logic lives here.
+"""
+
+import json
+import os
+import platform
+import sys
+import threading
+import time
+import traceback
+
+EVENTS_ENV = "MPSPATCH_EVENTS"
+DESELECT_ENV = "MPSPATCH_DESELECT"
+PROVENANCE_FILE = "mpspatch_provenance.json"
+DEVICES = ("mps", "cuda", "cpu")
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiles: how big and how long. quick keeps the whole suite under 3 minutes on 2 CPU cores;
+# full repeats the stress the seed reports ran by hand (8-16 threads, 50-100 iterations).
+
+PROFILES = {
+    "quick": {
+        "threads": [2, 4, 8],
+        "raw_threads": [2, 4, 8, 16],
+        "iters": 5,
+        "raw_size": 64,
+        "large_size": 1024,
+        "large_threads": 4,
+        "large_iters": 2,
+        "batch": 4,
+        "churn_rounds": 8,
+        "churn_threads": 4,
+        "oversub_threads": 32,
+        "oversub_iters": 2,
+        "cold_threads": 8,
+        "mp_workers": 4,
+        "mp_iters": 5,
+        "boundary_plan": "gallop",
+        "boundary_iters": 3,
+        "join_timeout": 120.0,
+        "child_timeout": 150.0,
+    },
+    "full": {
+        "threads": [2, 4, 8, 16],
+        "raw_threads": [2, 4, 8, 16],
+        "iters": 50,
+        "raw_size": 128,
+        "large_size": 2048,
+        "large_threads": 8,
+        "large_iters": 20,
+        "batch": 8,
+        "churn_rounds": 50,
+        "churn_threads": 8,
+        "oversub_threads": 64,
+        "oversub_iters": 20,
+        "cold_threads": 16,
+        "mp_workers": 8,
+        "mp_iters": 50,
+        "boundary_plan": "dense",
+        "boundary_iters": 20,
+        "join_timeout": 300.0,
+        "child_timeout": 300.0,
+    },
+}
+
+
+def parse_threads(text):
+    """Parse a --threads value such as "2,4,8" into a sorted list of distinct positive ints."""
+    if text is None or text.strip() == "":
+        return None
+    out = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise ValueError("thread count %r in %r is not an integer" % (part, text))
+        if n < 1:
+            raise ValueError("thread count %d in %r must be at least 1" % (n, text))
+        out.add(n)
+    if not out:
+        raise ValueError("no thread counts in %r" % text)
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Devices and torch versions.
+
+
+def device_available(torch, device):
+    if device == "cpu":
+        return True
+    if device == "cuda":
+        return bool(torch.cuda.is_available())
+    if device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        return bool(mps is not None and mps.is_available())
+    return False
+
+
+def best_device(torch):
+    """The best device this torch can use: mps, then cuda, then cpu."""
+    for dev in DEVICES:
+        if device_available(torch, dev):
+            return dev
+    return "cpu"
+
+
+def synchronize(torch, device):
+    """Wait for all queued work on device (a no-op on cpu, where ops are synchronous)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    elif device == "mps":
+        mps = getattr(torch, "mps", None)
+        if mps is not None and hasattr(mps, "synchronize"):
+            mps.synchronize()
+        else:  # torch 1.13 has no torch.mps: a device-to-host copy waits for the queue.
+            torch.zeros(1, device="mps").cpu()
+
+
+def make_generator(torch, device, seed):
+    """A generator on device seeded with seed; per-thread generators keep randn deterministic."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return gen
+
+
+def gil_enabled():
+    """True unless this is a free-threaded CPython (3.13t+) running with the GIL off."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    if probe is None:
+        return True
+    return bool(probe())
+
+
+def device_name(torch, device):
+    if device == "cuda":
+        try:
+            return torch.cuda.get_device_name()
+        except Exception as exc:  # noqa: BLE001 - reported, not fatal
+            return "cuda (name unavailable: %s)" % exc
+    if device == "mps":
+        mac = platform.mac_ver()[0] or "unknown macOS"
+        return "Apple GPU via MPS (%s, macOS %s)" % (platform.machine(), mac)
+    cpu = platform.processor() or platform.machine()
+    return "%s, %d logical CPUs" % (cpu, os.cpu_count() or 0)
+
+
+def read_provenance(torch_file):
+    """The JSON that `mpspatch build` writes next to torch/__init__.py, or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(torch_file)), PROVENANCE_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        return {"unreadable": "%s: %s" % (path, exc)}
+
+
+def env_event(torch, device):
+    version = getattr(torch, "version", None)
+    return {
+        "event": "env",
+        "python": platform.python_version(),
+        "gil": gil_enabled(),
+        "torch": torch.__version__,
+        "torch_git": getattr(version, "git_version", None) or "unknown",
+        "torch_path": os.path.abspath(torch.__file__),
+        "device": device,
+        "device_name": device_name(torch, device),
+        "platform": platform.platform(),
+        "provenance": read_provenance(torch.__file__),
+    }
+
+
+def provenance_line(env):
+    """One line naming the torch under test and where it came from (pytest header, bench)."""
+    prov = env.get("provenance")
+    if prov is None:
+        origin = "no mpspatch provenance (stock or foreign build)"
+    elif "unreadable" in prov:
+        origin = "provenance unreadable: " + prov["unreadable"]
+    else:
+        keys = ("commit", "series", "patches", "built")
+        parts = ["%s=%s" % (k, prov[k]) for k in keys if k in prov]
+        origin = "mpspatch provenance " + (" ".join(parts) if parts else json.dumps(prov, sort_keys=True))
+    return "mpspatch: torch %s (git %s) at %s; %s" % (
+        env["torch"], env["torch_git"], env["torch_path"], origin)
+
+
+# ---------------------------------------------------------------------------------------------
+# Events for the Go runner: one JSON object per line, appended with a single write(2) on an
+# O_APPEND descriptor so that a crash right after a line loses nothing and lines from several
+# processes never interleave.
+
+
+class EventLog:
+    def __init__(self, path):
+        self.path = path
+        self._fd = None
+        self._lock = threading.Lock()
+        if path:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    @classmethod
+    def from_env(cls, environ=None):
+        environ = os.environ if environ is None else environ
+        return cls(environ.get(EVENTS_ENV) or None)
+
+    @property
+    def enabled(self):
+        return self._fd is not None
+
+    def emit(self, obj):
+        if self._fd is None:
+            return
+        line = (json.dumps(obj, sort_keys=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            os.write(self._fd, line)
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def child_environ(extra=None):
+    """The environment for a child python: events and deselection belong to the parent."""
+    env = dict(os.environ)
+    env.pop(EVENTS_ENV, None)
+    env.pop(DESELECT_ENV, None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# Deselection after a crash: the runner lists node IDs, one a line.
+
+
+def nodeid_key(nodeid):
+    """Strip any directory in front of the test file so ids match from any rootdir."""
+    nodeid = nodeid.strip().replace("\\", "/")
+    path, sep, rest = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
+def read_deselect(path):
+    keys = set()
+    with open(path, "r", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                keys.add(nodeid_key(line))
+    return keys
+
+
+def is_deselected(nodeid, keys):
+    """A listed id deselects itself, and a listed id without [params] all its parametrizations."""
+    key = nodeid_key(nodeid)
+    if key in keys:
+        return True
+    base = key.split("[", 1)[0]
+    return base != key and base in keys
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcome of one test for the `end` event.
+
+
+def classify(phases):
+    """Reduce (when, outcome, assertion) triples of setup/call/teardown to one outcome.
+
+    outcome is pytest's passed/failed/skipped; assertion is True when the exception was an
+    AssertionError (a wrong result) or pytest.fail. A failure in call that is an assertion is
+    "fail"; any other failure, or any failure in setup or teardown, is "error".
+    """
+    result = "pass"
+    for when, outcome, assertion in phases:
+        if outcome == "failed":
+            if when == "call" and assertion:
+                if result != "error":
+                    result = "fail"
+            else:
+                result = "error"
+        elif outcome == "skipped" and result == "pass":
+            result = "skip"
+    return result
+
+
+def first_line(text, limit=300):
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line[:limit]
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Result comparison. Every concurrent test compares each thread's outputs with a reference
+# computed single-threaded before the threads started.
+
+EXACT = {"exact": True, "rtol": 0.0, "atol": 0.0}
+# Models and layers: the same kernels run in both passes, so results are normally bitwise
+# equal; the tolerance absorbs libraries that may pick another algorithm or reduction split
+# for a call (cuBLAS/cuDNN heuristics, CPU intra-op splits by thread count). Data races give
+# errors many orders of magnitude larger.
+MODEL_TOL = {"exact": False, "rtol": 1e-4, "atol": 1e-5}
+# Comparing two different formulations of the same layer (F.linear against addmm).
+CROSS_TOL = {"exact": False, "rtol": 1e-4, "atol": 1e-4}
+
+
+def compare(have, want, tol, what="output"):
+    """Return None when have matches want under tol, else a one-line description.
+
+    have and want are tensors (any device) or nested lists/tuples of tensors.
+    """
+    if isinstance(want, (list, tuple)):
+        if not isinstance(have, (list, tuple)) or len(have) != len(want):
+            return "%s: have %s, want a sequence of %d" % (what, _describe(have), len(want))
+        for i, (h, w) in enumerate(zip(have, want)):
+            msg = compare(h, w, tol, "%s[%d]" % (what, i))
+            if msg:
+                return msg
+        return None
+    if have is None:
+        return "%s: have None, want a tensor of shape %s" % (what, tuple(want.shape))
+    h = have.detach().cpu()
+    w = want.detach().cpu()
+    if tuple(h.shape) != tuple(w.shape):
+        return "%s: shape %s, want %s" % (what, tuple(h.shape), tuple(w.shape))
+    if h.dtype != w.dtype:
+        return "%s: dtype %s, want %s" % (what, h.dtype, w.dtype)
+    if tol["exact"]:
+        if _equal_with_nan(h, w):
+            return None
+        return "%s differs from the reference (exact compare): %s" % (what, _diff_summary(h, w))
+    if h.is_floating_point():
+        hn, wn = h.isnan(), w.isnan()
+        if not bool((hn == wn).all()):
+            return "%s: NaN where the reference has none (or the reverse)" % what
+        h = h.masked_fill(hn, 0)
+        w = w.masked_fill(wn, 0)
+        import torch  # local: keeps this module importable for pure tests of other helpers
+
+        if bool(torch.allclose(h, w, rtol=tol["rtol"], atol=tol["atol"])):
+            return None
+    elif bool((h == w).all()):
+        return None
+    return "%s differs from the reference beyond rtol=%g atol=%g: %s" % (
+        what, tol["rtol"], tol["atol"], _diff_summary(h, w))
+
+
+def _equal_with_nan(h, w):
+    if h.is_floating_point():
+        hn, wn = h.isnan(), w.isnan()
+        if not bool((hn == wn).all()):
+            return False
+        return bool((h.masked_fill(hn, 0) == w.masked_fill(wn, 0)).all())
+    return bool((h == w).all())
+
+
+def _diff_summary(h, w):
+    if h.numel() == 0:
+        return "empty"
+    diff = (h.double() - w.double()).abs()
+    diff = diff.masked_fill(diff.isnan(), float("inf"))
+    bad = int((diff > 0).sum())
+    return "max abs diff %.3g, %d of %d elements differ" % (float(diff.max()), bad, h.numel())
+
+
+def _describe(x):
+    if isinstance(x, (list, tuple)):
+        return "a sequence of %d" % len(x)
+    return type(x).__name__
+
+
+def check_threads(results, references, tol, what="thread"):
+    """Compare results[i] with references[i] for every thread; raise AssertionError listing
+    every thread that differs (wrong results are failures, not errors)."""
+    bad = []
+    for tid, (have, want) in enumerate(zip(results, references)):
+        msg = compare(have, want, tol, "%s %d" % (what, tid))
+        if msg:
+            bad.append(msg)
+    if len(results) != len(references):
+        bad.append("%d results for %d references" % (len(results), len(references)))
+    if bad:
+        raise AssertionError("%d of %d %ss gave wrong results; first: %s" % (
+            len(bad), len(references), what, bad[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running workers together.
+
+
+class ThreadsFailed(RuntimeError):
+    """Some worker threads raised (an error, not a wrong result)."""
+
+
+class ThreadsHung(RuntimeError):
+    """Some worker threads did not finish within the join timeout."""
+
+
+def run_threads(n, worker, timeout, barrier=True):
+    """Run worker(tid) on n threads that start together behind a Barrier; return results by tid.
+
+    Exceptions in workers are collected and re-raised as ThreadsFailed naming how many threads
+    raised and the first traceback line; threads still alive after timeout raise ThreadsHung.
+    Threads are daemons, so a hang cannot keep the interpreter alive.
+    """
+    gate = threading.Barrier(n) if barrier else None
+    results = [None] * n
+    errors = [None] * n
+
+    def body(tid):
+        try:
+            if gate is not None:
+                gate.wait(timeout)
+            results[tid] = worker(tid)
+        except BaseException as exc:  # noqa: BLE001 - everything is reported
+            errors[tid] = (exc, traceback.format_exc())
+
+    threads = [threading.Thread(target=body, args=(i,), name="mpspatch-%d" % i, daemon=True)
+               for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in threads if t.is_alive()]
+    if alive:
+        raise ThreadsHung("%d of %d threads still running after %.0fs: %s" % (
+            len(alive), n, timeout, ", ".join(alive[:4])))
+    raised = [(i, e) for i, e in enumerate(errors) if e is not None]
+    if raised:
+        tid, (exc, tb) = raised[0]
+        if isinstance(exc, AssertionError):
+            raise exc
+        raise ThreadsFailed("%d of %d threads raised; thread %d: %s: %s" % (
+            len(raised), n, tid, type(exc).__name__, first_line(exc) or "(no message)")) from exc
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread-boundary search: the largest thread count that passes for an op class.
+
+
+def boundary_first_plan(lo, hi, plan):
+    """Thread counts for the first probe run, ascending.
+
+    dense probes every count lo..hi; gallop probes lo, 2lo, 4lo, ... and hi, refining later.
+    A probe run stops at its first failure (it may have crashed), so order matters.
+    """
+    if lo < 1 or hi < lo:
+        raise ValueError("bad boundary range %d..%d" % (lo, hi))
+    if plan == "dense":
+        return list(range(lo, hi + 1))
+    if plan != "gallop":
+        raise ValueError("unknown boundary plan %r" % plan)
+    out, n = [], lo
+    while n < hi:
+        out.append(n)
+        n *= 2
+    out.append(hi)
+    return out
+
+
+def boundary_next(outcomes, lo, hi):
+    """Given {count: passed} from earlier probe runs, the counts to probe next (ascending), or
+    [] when the boundary is known: the gap between the largest passing count below the first
+    failure and that failure."""
+    fails = sorted(n for n, ok in outcomes.items() if not ok)
+    first_fail = fails[0] if fails else None
+    if first_fail is None:
+        untested = [n for n in range(lo, hi + 1) if n not in outcomes]
+        return [] if hi in outcomes else untested
+    below = [n for n, ok in outcomes.items() if ok and n < first_fail]
+    last_pass = max(below) if below else lo - 1
+    return [n for n in range(last_pass + 1, first_fail) if n not in outcomes]
+
+
+def boundary_value(outcomes, lo):
+    """Largest count c such that every probed count <= c passed (lo-1 when lo itself failed)."""
+    best = lo - 1
+    for n in sorted(outcomes):
+        if not outcomes[n]:
+            break
+        best = n
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaling analysis (bench_scaling.py): pure functions over measured numbers.
+
+SCALING_EFFICIENCY = 0.7   # efficiency at or above this: the curve still scales
+SATURATION_GAIN = 0.05     # throughput must rise by 5% to count as rising
+
+
+def efficiency(fps_n, fps_1, n):
+    """T(n) / (n * T(1))."""
+    if fps_1 <= 0 or n <= 0:
+        return 0.0
+    return fps_n / (n * fps_1)
+
+
+def saturation_point(rows):
+    """rows: [(threads, fps)] in any order. The thread count after which throughput stops rising
+    by at least SATURATION_GAIN, i.e. the first n whose successor is not 5% faster; the largest
+    n when it keeps rising."""
+    rows = sorted(rows)
+    if not rows:
+        return None
+    for (n, fps), (_, nxt) in zip(rows, rows[1:]):
+        if nxt < fps * (1.0 + SATURATION_GAIN):
+            return n
+    return rows[-1][0]
+
+
+def ceiling(host_ms, device_ms, gil):
+    """Best speed-up over one thread that threads can reach for one forward.
+
+    A single thread pays host + device time per forward (it waits for its result). With the GIL
+    on, host work of all threads is serialized; the device queue is one per device for the
+    control (CUDA default stream) and serializes device work. So throughput is bounded by
+    1/max(host, device), and the speed-up by (host + device) / max(host, device) (at most 2).
+    Without the GIL host work can overlap and only the device bounds it: None (no host cap).
+    """
+    if host_ms <= 0 and device_ms <= 0:
+        return None
+    if not gil:
+        return None if device_ms <= 0 else (host_ms + device_ms) / device_ms
+    return (host_ms + device_ms) / max(host_ms, device_ms)
+
+
+def label(eff, host_ms, device_ms):
+    """scaling when efficiency holds up; else host-bound or device-bound by the larger side."""
+    if eff >= SCALING_EFFICIENCY:
+        return "scaling"
+    return "host-bound" if host_ms >= device_ms else "device-bound"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fresh python processes (suite_child.py).
+
+CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite_child.py")
+
+
+def describe_exit(returncode):
+    """"exit 3", "killed by SIGSEGV" and friends, for messages."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        import signal
+
+        try:
+            return "killed by %s" % signal.Signals(-returncode).name
+        except ValueError:
+            return "killed by signal %d" % -returncode
+    return "exit %d" % returncode
+
+
+def parse_child_lines(text):
+    """JSON objects printed one a line by a child; other lines (warnings) are skipped."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+class ChildResult:
+    def __init__(self, returncode, lines, stderr, timed_out):
+        self.returncode = returncode
+        self.lines = lines
+        self.stderr = stderr
+        self.timed_out = timed_out
+
+    @property
+    def ok(self):
+        return self.returncode == 0 and not self.timed_out
+
+    def why(self):
+        if self.timed_out:
+            return "child timed out"
+        tail = [l for l in self.stderr.strip().splitlines() if l.strip()][-3:]
+        return "child %s%s" % (describe_exit(self.returncode),
+                               (": " + " | ".join(tail)) if tail else "")
+
+
+def start_child(req, extra_env=None):
+    import subprocess
+
+    return subprocess.Popen([sys.executable, CHILD_SCRIPT, json.dumps(req)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=child_environ(extra_env), universal_newlines=True)
+
+
+def finish_child(proc, timeout):
+    import subprocess
+
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        timed_out = True
+    return ChildResult(proc.returncode, parse_child_lines(out), err, timed_out)
+
+
+def run_child(req, timeout, extra_env=None):
+    return finish_child(start_child(req, extra_env), timeout)
