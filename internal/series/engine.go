@@ -67,20 +67,34 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
 	res := &Result{Recovery: st.Recovery, Before: st}
-	done, todo := Applied, NotApplied
+	target := func(f FileStatus) int { return 0 }
 	if dir == Reverse {
-		done, todo = NotApplied, Applied
+		target = func(f FileStatus) int { return f.Steps }
 	}
-	switch st.Summary() {
-	case done:
+	done, todo, edited := 0, 0, 0
+	for _, f := range st.Files {
+		switch {
+		case f.Version < 0:
+			// Neither side: let Compute say exactly which hunk does not locate.
+		case f.Version == target(f):
+			todo++
+			if f.Edited {
+				edited++
+			}
+		case f.Version == f.Steps-target(f):
+			done++
+		default:
+			return res, &StateError{Verb: dir.verb(), Status: st}
+		}
+	}
+	switch {
+	case done == len(st.Files):
 		res.Noop = true
 		return res, nil
-	case todo:
-		if edited := st.Edited(); len(edited) > 0 && !opts.IgnoreBase {
-			return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
-		}
-	default:
+	case done > 0:
 		return res, &StateError{Verb: dir.verb(), Status: st}
+	case edited > 0 && !opts.IgnoreBase:
+		return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
 	}
 	plan, err := Compute(root, s, dir)
 	res.Plan = plan

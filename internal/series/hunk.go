@@ -103,7 +103,13 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 		_ = leading
 		pos, ok := locate(lines, pre, expected, minStart, anchor)
 		if !ok {
-			return nil, out, describeFailure(lines, pre, i, expected, minStart, anchor, recorded)
+			fail := describeFailure(lines, pre, i, expected, minStart, anchor, recorded)
+			// Report lines as the file on disk numbers them, not as the in-memory image
+			// with this file's earlier hunks applied.
+			if fail.foundLine > 0 {
+				fail.foundLine -= delta
+			}
+			return nil, out, fail
 		}
 		off := pos - (recorded + delta)
 		out = append(out, placement{Line: pos + 1, Offset: off})

@@ -226,41 +226,85 @@ func inspectPath(root *os.Root, p string, steps []step) (FileStatus, error) {
 		return fst, err
 	}
 	data, err := root.ReadFile(p)
-	have := absent
+	have, exec := absent, false
 	switch {
 	case err == nil:
+		fi, err := root.Lstat(p)
+		if err != nil {
+			return fst, fmt.Errorf("stat %s: %w", p, err)
+		}
 		fst.Exists = true
-		have = BlobID(data)
+		have, exec = BlobID(data), fi.Mode().Perm()&0o100 != 0
 		fst.Blob = have
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return fst, fmt.Errorf("read %s: %w", p, err)
 	}
-	// First the blob IDs the patches record: exact and cheap.
+	// First the blob IDs (and modes) the patches record: exact and cheap. The highest
+	// version that matches wins, so a tree that holds the series reads as applied.
+	vs := versions(steps)
 	known := true
-	for k := len(steps) - 1; k >= 0; k-- {
-		if oidMatches(have, steps[k].post) {
-			fst.Version = k + 1
-			return fst, nil
-		}
-		if steps[k].pre == "" || steps[k].post == "" {
+	for _, v := range vs {
+		if v.oid == "" {
 			known = false
 		}
 	}
-	if oidMatches(have, steps[0].pre) {
-		fst.Version = 0
-		return fst, nil
+	for k := len(vs) - 1; k >= 0; k-- {
+		v := vs[k]
+		if oidMatches(have, v.oid) && (v.mode == 0 || have == absent || (v.mode&0o100 != 0) == exec) {
+			fst.Version = k
+			return fst, nil
+		}
 	}
 	// Then by content: does the whole chain apply, or reverse, around what is there?
-	if fst.Exists && chainApplies(data, steps, false) {
+	modeOK := func(v version) bool { return v.mode == 0 || !fst.Exists || (v.mode&0o100 != 0) == exec }
+	if fst.Exists && modeOK(vs[0]) && chainApplies(data, steps, false) {
 		fst.Version, fst.Edited = 0, known
 		return fst, nil
 	}
-	if chainApplies(data, steps, true) {
+	if modeOK(vs[len(vs)-1]) && chainApplies(data, steps, true) {
 		fst.Version, fst.Edited = len(steps), known && fst.Exists
 		return fst, nil
 	}
 	return fst, nil
+}
+
+// version is what a path looks like after k of its steps: blob ID prefix and mode, each
+// empty/zero where the patches do not say.
+type version struct {
+	oid  string
+	mode fs.FileMode
+}
+
+// versions lists the n+1 versions of a path with n steps. A mode-only change records no
+// blob IDs, but the content is the same on both sides, so IDs are carried across it.
+func versions(steps []step) []version {
+	vs := make([]version, len(steps)+1)
+	vs[0] = version{oid: steps[0].pre, mode: steps[0].file.OldMode}
+	for k, st := range steps {
+		vs[k+1] = version{oid: st.post, mode: st.file.NewMode}
+		if st.pre == absent {
+			vs[k].mode = 0
+		}
+	}
+	for pass := 0; pass < 2; pass++ {
+		for k, st := range steps {
+			if !contentUnchanged(st.file) {
+				continue
+			}
+			if vs[k+1].oid == "" {
+				vs[k+1].oid = vs[k].oid
+			}
+			if vs[k].oid == "" {
+				vs[k].oid = vs[k+1].oid
+			}
+		}
+	}
+	return vs
+}
+
+func contentUnchanged(f *gitdiff.File) bool {
+	return len(f.TextFragments) == 0 && f.BinaryFragment == nil && !f.IsNew && !f.IsDelete && !f.IsRename && !f.IsCopy
 }
 
 // chainApplies says whether the text hunks of steps apply to data in order (or, reversed,

@@ -203,7 +203,10 @@ func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, erro
 	for _, p := range order {
 		r := c.applyPatch(p)
 		r.AfterConflict = len(all) > 0
-		all = append(all, r.Conflicts...)
+		if !r.AfterConflict {
+			// Later conflicts may only echo this one; their results still say so.
+			all = append(all, r.Conflicts...)
+		}
 		plan.Results = append(plan.Results, r)
 	}
 	if c.fatal != nil {
