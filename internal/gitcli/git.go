@@ -1,0 +1,197 @@
+package gitcli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/mpspatch/mpspatch/internal/run"
+)
+
+// Git runs git commands. The zero value runs "git" from PATH in the process's
+// environment and keeps no log.
+type Git struct {
+	// Bin is the git program; empty means "git" looked up in PATH.
+	Bin string
+	// Env, when non-nil, replaces the environment of every git process.
+	Env []string
+	// LogPath, when set, receives every command line and all of git's output.
+	LogPath string
+}
+
+// NotFoundError says the git binary could not be started at all.
+type NotFoundError struct {
+	Bin string
+	Err error
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("git binary %q not found (install git, or Xcode command line tools on macOS): %v", e.Bin, e.Err)
+}
+
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// Error is a git command that ran and failed.
+type Error struct {
+	// Op names the attempt ("clone: fetch", "commit").
+	Op string
+	// Args are git's arguments, without the program.
+	Args []string
+	// Stderr holds the last lines git wrote to stderr.
+	Stderr string
+	// LogPath is where the full output is, when there is a log.
+	LogPath string
+	// ExitCode is git's exit status (-1 when killed by a signal).
+	ExitCode int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "git %s: git %s: ", e.Op, strings.Join(e.Args, " "))
+	var ee *run.ExitError
+	if errors.As(e.Err, &ee) {
+		b.WriteString(ee.Result.String())
+	} else {
+		b.WriteString(e.Err.Error())
+	}
+	if e.Stderr != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Stderr)
+	}
+	if e.LogPath != "" {
+		b.WriteString(" (log: " + e.LogPath + ")")
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func (g *Git) bin() string {
+	if g == nil || g.Bin == "" {
+		return "git"
+	}
+	return g.Bin
+}
+
+// call describes one git invocation.
+type call struct {
+	op     string
+	dir    string
+	args   []string
+	stdin  io.Reader
+	stdout io.Writer // in addition to the captured output
+	stderr io.Writer // in addition to the captured tail
+}
+
+// exec runs one git command and returns its stdout. stderr is kept (its tail) for the
+// error message; both go to the log.
+func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
+	var out bytes.Buffer
+	errTail := &tailBuffer{max: 8}
+	var stdout io.Writer = &out
+	if c.stdout != nil {
+		stdout = io.MultiWriter(&out, c.stdout)
+	}
+	var stderr io.Writer = errTail
+	if c.stderr != nil {
+		stderr = io.MultiWriter(errTail, c.stderr)
+	}
+	argv := append([]string{g.bin()}, c.args...)
+	var logPath string
+	var env []string
+	if g != nil {
+		logPath, env = g.LogPath, g.Env
+	}
+	res, err := run.Run(ctx, run.Cmd{
+		Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,
+		Stdout: stdout, Stderr: stderr, LogPath: logPath,
+	})
+	if err == nil {
+		return out.Bytes(), nil
+	}
+	if ctx.Err() != nil {
+		return out.Bytes(), fmt.Errorf("git %s: %w", c.op, ctx.Err())
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return nil, &NotFoundError{Bin: g.bin(), Err: err}
+	}
+	return out.Bytes(), &Error{Op: c.op, Args: c.args, Stderr: errTail.String(), LogPath: logPath, ExitCode: res.ExitCode, Err: err}
+}
+
+// tailBuffer keeps the last max non-empty lines written to it. git progress uses \r to
+// redraw, so \r ends a line too.
+type tailBuffer struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+	cur   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range p {
+		if c == '\n' || c == '\r' {
+			t.flush()
+			continue
+		}
+		t.cur = append(t.cur, c)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) flush() {
+	s := strings.TrimSpace(string(t.cur))
+	t.cur = t.cur[:0]
+	if s == "" {
+		return
+	}
+	t.lines = append(t.lines, s)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flush()
+	return strings.Join(t.lines, "; ")
+}
+
+// DeterministicEnv returns an environment for reproducible git runs (tests, scripts):
+// system and global configuration ignored, HOME set to home, a fixed identity and fixed
+// author and committer dates, no prompts, the C locale, and file:// submodules allowed
+// (git refuses them by default since 2.38.1; tests clone from local repositories).
+// PATH is kept so git can find its helpers.
+func DeterministicEnv(home string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=mpspatch test",
+		"GIT_AUTHOR_EMAIL=test@mpspatch.invalid",
+		"GIT_AUTHOR_DATE=2025-01-01T00:00:00Z",
+		"GIT_COMMITTER_NAME=mpspatch test",
+		"GIT_COMMITTER_EMAIL=test@mpspatch.invalid",
+		"GIT_COMMITTER_DATE=2025-01-01T00:00:00Z",
+		"LC_ALL=C",
+		"GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=protocol.file.allow",
+		"GIT_CONFIG_VALUE_0=always",
+		"GIT_CONFIG_KEY_1=init.defaultBranch",
+		"GIT_CONFIG_VALUE_1=main",
+	}
+}
