@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mpspatch/mpspatch/internal/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar")
+
+// TestMain lets the test binary double as the mpspatch command: testscript copies it
+// into a PATH directory under that name, and `exec mpspatch` in a script runs cli.Main
+// in a child process with the script's environment and working directory.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"mpspatch": func() {
+			os.Exit(cli.Main(context.Background(), os.Args[1:], cli.System()))
+		},
+	})
+}
+
+// TestScripts runs every end-to-end script in testdata/script. Each script builds its own
+// upstream repository with the real git, exports the patch commits with git format-patch,
+// and drives mpspatch against a checkout of the base.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup:               isolateGit,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":   cmdExits,
+			"treesum": cmdTreesum,
+		},
+	})
+}
+
+// fixedDate makes commit IDs, and so format-patch output, the same on every run.
+const fixedDate = "2025-01-02T03:04:05+00:00"
+
+// isolateGit gives each script its own HOME and a fixed identity and clock, and keeps the
+// machine's git configuration out: scripts must not depend on who runs them.
+func isolateGit(env *testscript.Env) error {
+	home := filepath.Join(env.WorkDir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return fmt.Errorf("create script home: %w", err)
+	}
+	// Settings a user's own ~/.gitconfig would otherwise decide.
+	gitconfig := "[init]\n\tdefaultBranch = main\n" +
+		"[core]\n\tautocrlf = false\n\tfileMode = true\n" +
+		"[commit]\n\tgpgSign = false\n" +
+		"[advice]\n\tdetachedHead = false\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
+		return fmt.Errorf("write script gitconfig: %w", err)
+	}
+	for k, v := range map[string]string{
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_CONFIG_GLOBAL":   filepath.Join(home, ".gitconfig"),
+		"GIT_AUTHOR_NAME":     "Patch Author",
+		"GIT_AUTHOR_EMAIL":    "author@example.com",
+		"GIT_COMMITTER_NAME":  "Patch Author",
+		"GIT_COMMITTER_EMAIL": "author@example.com",
+		"GIT_AUTHOR_DATE":     fixedDate,
+		"GIT_COMMITTER_DATE":  fixedDate,
+		"GIT_PAGER":           "cat",
+		"TZ":                  "UTC",
+		"LC_ALL":              "C",
+		"NO_COLOR":            "1",
+	} {
+		env.Setenv(k, v)
+	}
+	return nil
+}
+
+// cmdExits runs a program and asserts its exact exit status; stdout and stderr stay
+// available to the stdout/stderr commands that follow, as after exec.
+//
+//	exits 3 mpspatch apply --tree up --patches patches
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits (name the status you want instead)")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits STATUS program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: status %q is not a number", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	have := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		have = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("exits: cannot run %s: %v", args[1], err)
+	}
+	if have != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], have, want)
+	}
+}
+
+// cmdTreesum prints one line per entry below DIR (the .git directory left out, since git
+// commands in a script refresh its index): kind and permission bits, size, and a content
+// hash or link target. Two equal listings mean two byte-identical trees, so
+//
+//	treesum up
+//	cp stdout before.sum
+//	... something that must not write ...
+//	treesum up
+//	cmp stdout before.sum
+//
+// proves that nothing was written, created, deleted or chmod-ed.
+func cmdTreesum(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: treesum DIR")
+	}
+	root := ts.MkAbs(args[0])
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(ts.Stdout(), "link %s -> %s\n", rel, target)
+		case mode.IsDir():
+			fmt.Fprintf(ts.Stdout(), "dir  %04o %s/\n", mode.Perm(), rel)
+		case mode.IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			fmt.Fprintf(ts.Stdout(), "file %04o %6d %s %s\n", mode.Perm(), len(data), hex.EncodeToString(sum[:8]), rel)
+		default:
+			fmt.Fprintf(ts.Stdout(), "other %v %s\n", mode, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		ts.Fatalf("treesum %s: %v", args[0], err)
+	}
+}
