@@ -333,8 +333,8 @@ func ParsePatch(p *Patch) []Problem {
 // oversized binaries.
 func checkFile(f *gitdiff.File) []string {
 	var out []string
-	for _, n := range []string{f.OldName, f.NewName} {
-		if n == "" {
+	for i, n := range []string{f.OldName, f.NewName} {
+		if n == "" || (i == 1 && n == f.OldName) {
 			continue
 		}
 		if err := CheckPath(n); err != nil {

@@ -1,0 +1,194 @@
+package series
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The crash tests re-run this test binary as a child that applies or unapplies the series
+// and SIGKILLs itself at a chosen step of the write phase (or runs until the parent kills
+// it). The parent then checks that recovery leaves the tree wholly before or wholly after.
+const (
+	envChild   = "MPSPATCH_CRASH_CHILD" // "apply", "unapply" or "loop"
+	envTree    = "MPSPATCH_CRASH_TREE"
+	envPatches = "MPSPATCH_CRASH_PATCHES"
+	envStep    = "MPSPATCH_CRASH_STEP"
+)
+
+func TestMain(m *testing.M) {
+	if op := os.Getenv(envChild); op != "" {
+		os.Exit(crashChild(op))
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(op string) int {
+	s, err := Load(os.DirFS(os.Getenv(envPatches)), ".", "child")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	root, err := os.OpenRoot(os.Getenv(envTree))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var at int
+	fmt.Sscan(os.Getenv(envStep), &at)
+	n := 0
+	crashHook = func(string) {
+		n++
+		if n == at {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
+	switch op {
+	case "apply":
+		_, err = Apply(root, s, Options{})
+	case "unapply":
+		_, err = Unapply(root, s, Options{})
+	case "loop":
+		// Flip the tree back and forth until killed.
+		for i := 0; err == nil; i++ {
+			if i%2 == 0 {
+				_, err = Apply(root, s, Options{})
+			} else {
+				_, err = Unapply(root, s, Options{})
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func runChild(t *testing.T, op, tree, patches string, step int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+op, envTree+"="+tree, envPatches+"="+patches, fmt.Sprintf("%s=%d", envStep, step))
+	return cmd
+}
+
+// countSteps applies and unapplies in process, counting crash points of each.
+func countSteps(t *testing.T, fx fixture, s *Series) (apply, unapply int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "count")
+	copyTree(t, fx.repo, dir)
+	root := openRoot(t, dir)
+	n := 0
+	crashHook = func(string) { n++ }
+	defer func() { crashHook = nil }()
+	if _, err := Apply(root, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	apply, n = n, 0
+	if _, err := Unapply(root, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return apply, n
+}
+
+// checkWhole recovers the tree and asserts it is exactly before or exactly after.
+func checkWhole(t *testing.T, dir string, s *Series, before, after map[string]string) string {
+	t.Helper()
+	root := openRoot(t, dir)
+	st, err := Inspect(root, s)
+	if err != nil {
+		t.Fatalf("inspect after crash: %v", err)
+	}
+	have := snapshot(t, dir)
+	switch {
+	case reflect.DeepEqual(have, before):
+		if st.Summary() != NotApplied {
+			t.Errorf("tree equals the base but status says %s", st.Summary())
+		}
+		return "before"
+	case reflect.DeepEqual(have, after):
+		if st.Summary() != Applied {
+			t.Errorf("tree equals the patched tree but status says %s", st.Summary())
+		}
+		return "after"
+	}
+	t.Fatalf("tree is neither before nor after the series:\nagainst before:\n%sagainst after:\n%s", mapDiff(have, before), mapDiff(have, after))
+	return ""
+}
+
+func TestCrashAtEveryStepOfTheWritePhase(t *testing.T) {
+	fx := newFixture(t, mpsBase, mpsSteps()...)
+	s := mustLoad(t, fx.patches)
+	before := snapshot(t, fx.repo)
+	after := patchedSnapshot(t, fx)
+	nApply, nUnapply := countSteps(t, fx, s)
+	if nApply < 10 || nUnapply < 10 {
+		t.Fatalf("only %d/%d crash points; the write phase is not instrumented", nApply, nUnapply)
+	}
+
+	for _, tc := range []struct {
+		op    string
+		steps int
+		start map[string]string
+	}{{"apply", nApply, before}, {"unapply", nUnapply, after}} {
+		seen := map[string]int{}
+		for step := 1; step <= tc.steps; step++ {
+			dir := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d", tc.op, step))
+			copyTree(t, fx.repo, dir)
+			if tc.op == "unapply" {
+				if _, err := Apply(openRoot(t, dir), s, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := runChild(t, tc.op, dir, fx.patches, step).Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("%s step %d: child was not killed: %v", tc.op, step, err)
+			}
+			got := checkWhole(t, dir, s, before, after)
+			seen[got]++
+			if _, err := os.Stat(filepath.Join(dir, StateDir)); !os.IsNotExist(err) {
+				t.Errorf("%s step %d: %s remains after recovery", tc.op, step, StateDir)
+			}
+			// And the tree is usable: the operation can be completed.
+			if _, err := Apply(openRoot(t, dir), s, Options{}); err != nil {
+				t.Errorf("%s step %d: apply after recovery: %v", tc.op, step, err)
+			}
+		}
+		// Crashes before the commit point roll back, after it roll forward: both must occur.
+		if seen["before"] == 0 || seen["after"] == 0 {
+			t.Errorf("%s: outcomes %v; want both rolled back and rolled forward", tc.op, seen)
+		}
+		t.Logf("%s: %d crash points, outcomes %v", tc.op, tc.steps, seen)
+	}
+}
+
+func TestKillAtRandomInstants(t *testing.T) {
+	fx := newFixture(t, mpsBase, mpsSteps()...)
+	s := mustLoad(t, fx.patches)
+	before := snapshot(t, fx.repo)
+	after := patchedSnapshot(t, fx)
+	rng := rand.New(rand.NewSource(1))
+	dir := filepath.Join(t.TempDir(), "loop")
+	copyTree(t, fx.repo, dir)
+	seen := map[string]int{}
+	for i := 0; i < 25; i++ {
+		cmd := runChild(t, "loop", dir, fx.patches, 0)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(20+rng.Intn(30000)) * time.Microsecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		seen[checkWhole(t, dir, s, before, after)]++
+	}
+	t.Logf("outcomes after 25 random kills: %v", seen)
+}
