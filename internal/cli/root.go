@@ -85,6 +85,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newStatusCmd(d),
 		newVersionCmd(d),
 		newConfigCmd(d),
+		newGenDocsCmd(d),
 		newVerifyCmd(d),
 	)
 	return root
