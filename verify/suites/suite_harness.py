@@ -498,11 +498,34 @@ def boundary_value(outcomes, lo):
     return best
 
 
+def search_boundary(probe, lo, hi, plan):
+    """Find the thread boundary with probe(counts) -> [(n, ok, message)], which runs counts in
+    order and stops after the first failure; a count missing from its answer (the probe died
+    there) counts as failed with the probe's last words. Returns (boundary, outcomes, message)."""
+    outcomes, message = {}, ""
+    counts = boundary_first_plan(lo, hi, plan)
+    while counts:
+        answers, why = probe(counts)
+        seen = {n: (ok, msg) for n, ok, msg in answers}
+        for n in counts:
+            if n not in seen:
+                outcomes[n] = False
+                message = "%d threads: %s" % (n, why)
+                break
+            ok, msg = seen[n]
+            outcomes[n] = bool(ok)
+            if not ok:
+                message = "%d threads: %s" % (n, msg)
+                break
+        counts = boundary_next(outcomes, lo, hi)
+    return boundary_value(outcomes, lo), outcomes, message
+
+
 # ---------------------------------------------------------------------------------------------
 # Scaling analysis (bench_scaling.py): pure functions over measured numbers.
 
 SCALING_EFFICIENCY = 0.7   # efficiency at or above this: the curve still scales
-SATURATION_GAIN = 0.05     # throughput must rise by 5% to count as rising
+SATURATION_GAIN = 0.05     # within 5% of the best throughput counts as saturated
 
 
 def efficiency(fps_n, fps_1, n):
@@ -513,16 +536,13 @@ def efficiency(fps_n, fps_1, n):
 
 
 def saturation_point(rows):
-    """rows: [(threads, fps)] in any order. The thread count after which throughput stops rising
-    by at least SATURATION_GAIN, i.e. the first n whose successor is not 5% faster; the largest
-    n when it keeps rising."""
-    rows = sorted(rows)
+    """rows: [(threads, fps)] in any order. The smallest thread count whose throughput is within
+    SATURATION_GAIN (5%) of the best: where the curve stops rising. Robust to a noisy dip before
+    the peak; the largest count when throughput keeps rising to the end."""
     if not rows:
         return None
-    for (n, fps), (_, nxt) in zip(rows, rows[1:]):
-        if nxt < fps * (1.0 + SATURATION_GAIN):
-            return n
-    return rows[-1][0]
+    best = max(fps for _, fps in rows)
+    return min(n for n, fps in rows if fps >= best * (1.0 - SATURATION_GAIN))
 
 
 def ceiling(host_ms, device_ms, gil):

@@ -16,28 +16,17 @@ BOUNDARIES = {}
 
 
 def find_boundary(settings, op):
-    """Return (boundary, {count: passed}, last failure message)."""
-    outcomes, message = {}, ""
-    probes = H.boundary_first_plan(LO, HI, settings["boundary_plan"])
-    while probes:
-        req = {"cmd": "boundary", "device": settings.device, "op": op, "counts": probes,
+    """Return (boundary, {count: passed}, message of the first failure)."""
+
+    def probe(counts):
+        req = {"cmd": "boundary", "device": settings.device, "op": op, "counts": counts,
                "iters": settings["boundary_iters"], "knobs": settings.knobs,
                "timeout": settings["join_timeout"]}
         child = H.run_child(req, settings["child_timeout"])
-        seen = {l["threads"]: l for l in child.lines if "threads" in l}
-        for n in probes:
-            if n in seen:
-                outcomes[n] = bool(seen[n]["ok"])
-                if not seen[n]["ok"]:
-                    message = "%d threads: %s" % (n, seen[n]["message"])
-                    break
-            else:
-                # The child died running n threads (it prints a line after each count).
-                outcomes[n] = False
-                message = "%d threads: %s" % (n, child.why())
-                break
-        probes = H.boundary_next(outcomes, LO, HI)
-    return H.boundary_value(outcomes, LO), outcomes, message
+        answers = [(l["threads"], l["ok"], l["message"]) for l in child.lines if "threads" in l]
+        return answers, child.why()
+
+    return H.search_boundary(probe, LO, HI, settings["boundary_plan"])
 
 
 def test_thread_boundary(settings, events, record_property):

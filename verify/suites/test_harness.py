@@ -1,0 +1,346 @@
+"""Tests of the suites' own machinery (pure functions; fast; no device work)."""
+
+import json
+import os
+import threading
+
+import pytest
+import torch
+
+import suite_harness as H
+
+
+@pytest.mark.parametrize("text,want", [
+    ("2,4,8", [2, 4, 8]),
+    (" 8, 2,2 ,", [2, 8]),
+    ("16", [16]),
+    ("", None),
+    (None, None),
+])
+def test_parse_threads(text, want):
+    assert H.parse_threads(text) == want
+
+
+@pytest.mark.parametrize("text", ["0", "2,x", "-1", ",,"])
+def test_parse_threads_rejects(text):
+    with pytest.raises(ValueError):
+        H.parse_threads(text)
+
+
+@pytest.mark.parametrize("phases,want", [
+    ([("setup", "passed", False), ("call", "passed", False), ("teardown", "passed", False)],
+     "pass"),
+    ([("setup", "passed", False), ("call", "failed", True), ("teardown", "passed", False)],
+     "fail"),
+    ([("setup", "passed", False), ("call", "failed", False), ("teardown", "passed", False)],
+     "error"),
+    ([("setup", "failed", False), ("teardown", "passed", False)], "error"),
+    ([("setup", "failed", True)], "error"),
+    ([("setup", "skipped", False), ("teardown", "passed", False)], "skip"),
+    ([("setup", "passed", False), ("call", "failed", True), ("teardown", "failed", False)],
+     "error"),
+    ([("setup", "passed", False), ("call", "passed", False), ("teardown", "failed", True)],
+     "error"),
+])
+def test_classify(phases, want):
+    assert H.classify(phases) == want
+
+
+@pytest.mark.parametrize("nodeid,listed,want", [
+    ("test_a.py::test_x[t2]", ["test_a.py::test_x[t2]"], True),
+    ("test_a.py::test_x[t2]", ["verify/suites/test_a.py::test_x[t2]"], True),
+    ("test_a.py::test_x[t2]", ["test_a.py::test_x"], True),
+    ("test_a.py::test_x[t2]", ["test_a.py::test_x[t4]"], False),
+    ("test_a.py::test_xy[t2]", ["test_a.py::test_x"], False),
+    ("test_a.py::test_x", ["test_a.py::test_x[t2]"], False),
+    ("test_b.py::test_x", ["test_a.py::test_x"], False),
+])
+def test_is_deselected(nodeid, listed, want):
+    keys = {H.nodeid_key(l) for l in listed}
+    assert H.is_deselected(nodeid, keys) == want
+
+
+def test_read_deselect(tmp_path):
+    path = tmp_path / "deselect"
+    path.write_text("# crashed\n\nverify/suites/test_a.py::test_x[t8]\n  test_b.py::test_y \n")
+    assert H.read_deselect(str(path)) == {"test_a.py::test_x[t8]", "test_b.py::test_y"}
+
+
+T = torch.tensor
+
+
+@pytest.mark.parametrize("have,want,tol,ok", [
+    (T([1.0, 2.0]), T([1.0, 2.0]), H.EXACT, True),
+    (T([1.0, 2.0]), T([1.0, 2.0 + 1e-6]), H.EXACT, False),
+    (T([1.0, 2.0]), T([1.0, 2.0 + 1e-6]), H.MODEL_TOL, True),
+    (T([1.0, 2.0]), T([1.0, 2.1]), H.MODEL_TOL, False),
+    (T([1.0, float("nan")]), T([1.0, float("nan")]), H.EXACT, True),
+    (T([1.0, float("nan")]), T([1.0, float("nan")]), H.MODEL_TOL, True),
+    (T([1.0, float("nan")]), T([1.0, 2.0]), H.MODEL_TOL, False),
+    (T([1.0, 2.0]), T([1.0, float("nan")]), H.EXACT, False),
+    (T([1.0, 2.0]), T([[1.0, 2.0]]), H.MODEL_TOL, False),
+    (T([1, 2]), T([1.0, 2.0]), H.MODEL_TOL, False),
+    (T([1, 2]), T([1, 2]), H.MODEL_TOL, True),
+    (T([1, 2]), T([1, 3]), H.MODEL_TOL, False),
+    ([T([1.0]), T([2.0])], [T([1.0]), T([2.0])], H.EXACT, True),
+    ([T([1.0]), T([2.5])], [T([1.0]), T([2.0])], H.EXACT, False),
+    ([T([1.0])], [T([1.0]), T([2.0])], H.EXACT, False),
+    (None, T([1.0]), H.EXACT, False),
+])
+def test_compare(have, want, tol, ok):
+    msg = H.compare(have, want, tol)
+    assert (msg is None) == ok, msg
+
+
+def test_compare_message_names_the_difference():
+    msg = H.compare(T([1.0, 2.0, 3.0]), T([1.0, 2.5, 3.0]), H.EXACT, "thread 3")
+    assert msg.startswith("thread 3 ")
+    assert "max abs diff 0.5" in msg
+    assert "1 of 3 elements differ" in msg
+
+
+def test_check_threads_reports_every_bad_thread():
+    refs = [[T([1.0])], [T([2.0])], [T([3.0])]]
+    have = [[T([1.0])], [T([9.0])], [T([8.0])]]
+    with pytest.raises(AssertionError) as exc:
+        H.check_threads(have, refs, H.EXACT)
+    assert "2 of 3 threads gave wrong results" in str(exc.value)
+    assert "thread 1" in str(exc.value)
+    H.check_threads(refs, refs, H.EXACT)
+
+
+def test_run_threads_returns_results_by_thread_id():
+    assert H.run_threads(5, lambda tid: tid * 10, timeout=30) == [0, 10, 20, 30, 40]
+
+
+def test_run_threads_runs_workers_concurrently():
+    # Each worker waits for all the others: this only completes if they all run at once.
+    inner = threading.Barrier(8)
+    assert H.run_threads(8, lambda tid: inner.wait(30) is not None, timeout=60) == [True] * 8
+
+
+def test_run_threads_reports_raising_threads():
+    def worker(tid):
+        if tid % 2:
+            raise RuntimeError("boom %d" % tid)
+        return tid
+
+    with pytest.raises(H.ThreadsFailed) as exc:
+        H.run_threads(4, worker, timeout=30)
+    assert "2 of 4 threads raised" in str(exc.value)
+    assert "RuntimeError: boom 1" in str(exc.value)
+
+
+def test_run_threads_keeps_assertions_as_failures():
+    def worker(tid):
+        assert tid != 1, "wrong result in thread 1"
+
+    with pytest.raises(AssertionError, match="wrong result in thread 1"):
+        H.run_threads(3, worker, timeout=30)
+
+
+def test_run_threads_reports_hung_threads():
+    release = threading.Event()
+    try:
+        with pytest.raises(H.ThreadsHung, match="1 of 2 threads still running"):
+            H.run_threads(2, lambda tid: release.wait(60) if tid else None, timeout=0.5)
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("lo,hi,plan,want", [
+    (1, 16, "dense", list(range(1, 17))),
+    (1, 16, "gallop", [1, 2, 4, 8, 16]),
+    (1, 12, "gallop", [1, 2, 4, 8, 12]),
+    (3, 3, "gallop", [3]),
+])
+def test_boundary_first_plan(lo, hi, plan, want):
+    assert H.boundary_first_plan(lo, hi, plan) == want
+
+
+@pytest.mark.parametrize("outcomes,want_next,want_value", [
+    ({1: True, 2: True, 4: True, 8: True, 16: True}, [], 16),
+    ({1: True, 2: True, 4: True, 8: False}, [5, 6, 7], 4),
+    ({1: True, 2: True, 4: True, 8: False, 5: True, 6: False}, [], 5),
+    ({1: False}, [], 0),
+    ({1: True, 2: True, 4: True, 8: True, 16: False}, list(range(9, 16)), 8),
+    ({1: True, 2: True, 3: True}, list(range(4, 17)), 3),
+])
+def test_boundary_next_and_value(outcomes, want_next, want_value):
+    assert H.boundary_next(outcomes, 1, 16) == want_next
+    assert H.boundary_value(outcomes, 1) == want_value
+
+
+@pytest.mark.parametrize("plan", ["dense", "gallop"])
+@pytest.mark.parametrize("true_boundary", range(0, 17))
+def test_search_boundary_finds_every_boundary(plan, true_boundary):
+    """A fake probe that passes up to true_boundary threads and then "crashes" half of the
+    time (no answer for the failing count) must lead the search to exactly true_boundary."""
+    runs = []
+
+    def probe(counts):
+        runs.append(list(counts))
+        answers = []
+        for n in counts:
+            if n <= true_boundary:
+                answers.append((n, True, ""))
+            else:
+                if n % 2:
+                    answers.append((n, False, "wrong result"))
+                return answers, "child killed by SIGSEGV"
+        return answers, ""
+
+    value, outcomes, message = H.search_boundary(probe, 1, 16, plan)
+    assert value == true_boundary
+    if true_boundary < 16:
+        assert message.startswith("%d threads: " % (true_boundary + 1))
+        assert outcomes[true_boundary + 1] is False
+    else:
+        assert message == ""
+    if plan == "gallop":
+        assert len(runs) <= 2
+
+
+@pytest.mark.parametrize("rows,want", [
+    ([(1, 100.0), (2, 190.0), (4, 370.0), (8, 700.0)], 8),
+    ([(1, 100.0), (2, 150.0), (4, 152.0), (8, 151.0)], 2),
+    ([(4, 152.0), (1, 100.0), (2, 150.0)], 2),
+    ([(1, 100.0), (2, 90.0)], 1),
+    ([(1, 345.0), (2, 262.0), (4, 673.0), (8, 650.0)], 4),
+    ([(1, 100.0), (2, 196.0), (4, 200.0)], 2),
+    ([(1, 100.0)], 1),
+    ([], None),
+])
+def test_saturation_point(rows, want):
+    assert H.saturation_point(rows) == want
+
+
+def test_efficiency():
+    assert H.efficiency(400.0, 100.0, 4) == 1.0
+    assert H.efficiency(200.0, 100.0, 4) == 0.5
+    assert H.efficiency(10.0, 0.0, 4) == 0.0
+
+
+@pytest.mark.parametrize("host,device,gil,want", [
+    (1.0, 1.0, True, 2.0),
+    (3.0, 1.0, True, 4.0 / 3.0),
+    (1.0, 3.0, True, 4.0 / 3.0),
+    (3.0, 1.0, False, 4.0),
+    (0.0, 0.0, True, None),
+])
+def test_ceiling(host, device, gil, want):
+    have = H.ceiling(host, device, gil)
+    if want is None:
+        assert have is None
+    else:
+        assert have == pytest.approx(want)
+
+
+@pytest.mark.parametrize("eff,host,device,want", [
+    (0.9, 5.0, 1.0, "scaling"),
+    (0.7, 5.0, 1.0, "scaling"),
+    (0.3, 5.0, 1.0, "host-bound"),
+    (0.3, 1.0, 5.0, "device-bound"),
+])
+def test_label(eff, host, device, want):
+    assert H.label(eff, host, device) == want
+
+
+def test_event_log_appends_one_json_object_a_line(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    with open(path, "w") as fh:
+        fh.write('{"event": "earlier"}\n')
+    log = H.EventLog(path)
+    threads = [threading.Thread(target=lambda i=i: [log.emit({"event": "x", "i": i, "k": k})
+                                                     for k in range(50)]) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.close()
+    with open(path) as fh:
+        lines = [json.loads(line) for line in fh]
+    assert lines[0] == {"event": "earlier"}
+    assert len(lines) == 201
+    assert sorted((l["i"], l["k"]) for l in lines[1:]) == [(i, k) for i in range(4)
+                                                          for k in range(50)]
+
+
+def test_event_log_disabled_without_env():
+    log = H.EventLog.from_env({})
+    assert not log.enabled
+    log.emit({"event": "ignored"})
+
+
+def test_child_environ_drops_runner_files(monkeypatch):
+    monkeypatch.setenv(H.EVENTS_ENV, "/tmp/e")
+    monkeypatch.setenv(H.DESELECT_ENV, "/tmp/d")
+    env = H.child_environ({"X": "1"})
+    assert H.EVENTS_ENV not in env and H.DESELECT_ENV not in env and env["X"] == "1"
+
+
+def test_read_provenance(tmp_path):
+    torch_file = str(tmp_path / "__init__.py")
+    assert H.read_provenance(torch_file) is None
+    (tmp_path / H.PROVENANCE_FILE).write_text('{"commit": "d38164a", "patches": 7}')
+    assert H.read_provenance(torch_file) == {"commit": "d38164a", "patches": 7}
+    (tmp_path / H.PROVENANCE_FILE).write_text("{not json")
+    assert "unreadable" in H.read_provenance(torch_file)
+
+
+def test_provenance_line():
+    env = {"torch": "2.9.1", "torch_git": "d38164a", "torch_path": "/t/__init__.py",
+           "provenance": {"commit": "d38164a", "patches": 7}}
+    assert H.provenance_line(env) == (
+        "mpspatch: torch 2.9.1 (git d38164a) at /t/__init__.py; "
+        "mpspatch provenance commit=d38164a patches=7")
+    env["provenance"] = None
+    assert H.provenance_line(env).endswith("no mpspatch provenance (stock or foreign build)")
+
+
+@pytest.mark.parametrize("code,want", [
+    (0, "exit 0"), (3, "exit 3"), (-11, "killed by SIGSEGV"), (-6, "killed by SIGABRT"),
+    (None, "still running"),
+])
+def test_describe_exit(code, want):
+    assert H.describe_exit(code) == want
+
+
+def test_parse_child_lines_skips_noise():
+    text = 'UserWarning: something\n{"threads": 2, "ok": true}\n{broken\n\n{"ok": false}\n'
+    assert H.parse_child_lines(text) == [{"threads": 2, "ok": True}, {"ok": False}]
+
+
+def test_env_event_fields(settings):
+    env = H.env_event(torch, settings.device)
+    for key in ("python", "gil", "torch", "torch_git", "torch_path", "device", "device_name",
+                "platform", "provenance"):
+        assert key in env
+    assert env["event"] == "env"
+    assert os.path.basename(env["torch_path"]) == "__init__.py"
+
+
+class _RacyWork:
+    """A workload with a deliberate data race: every thread writes its id into one shared
+    buffer, waits until all have written, then reads it back. Single-threaded it is correct."""
+
+    tol = H.EXACT
+
+    def __init__(self, n):
+        self.shared = torch.zeros(4)
+        self.inner = threading.Barrier(n)
+
+    def reference(self, threads, iters):
+        return [[torch.full((4,), float(t))] for t in range(threads)]
+
+    def run(self, tid, iters):
+        self.shared.fill_(float(tid))
+        self.inner.wait(30)
+        return [self.shared.clone()]
+
+
+def test_run_and_check_catches_a_race():
+    import suite_work as W
+
+    with pytest.raises(AssertionError, match="of 4 threads gave wrong results"):
+        W.run_and_check(_RacyWork(4), 4, 1, timeout=60)
