@@ -87,6 +87,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newConfigCmd(d),
 		newGenDocsCmd(d),
 		newVerifyCmd(d),
+		newAuditCmd(d),
 	)
 	return root
 }

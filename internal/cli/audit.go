@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/metalcheck"
+)
+
+type auditOptions struct {
+	tree          string
+	format        string
+	baseline      string
+	writeBaseline string
+	workers       int
+	paths         []string
+}
+
+func newAuditCmd(d *deps) *cobra.Command {
+	opts := &auditOptions{}
+	cmd := &cobra.Command{
+		Use:   "audit [PATH...]",
+		Short: "Statically audit the MPS sources for thread-safety hazards",
+		Long: `Scan the MPS sources of a PyTorch tree (.h, .mm, .cpp) for thread-safety hazards:
+lazy singletons, unguarded shared containers, unlocked lazy initialisation, command-buffer
+state touched off the stream's queue, default-stream synchronisation, process-wide mutexes
+on the hot path and disabled code (rules MPS001..MPS007, see docs/audit.md).
+
+PATHs are directories or files relative to --tree; default: [audit] paths of the config.
+A baseline file lists accepted findings, each with a reason: only findings not in it fail
+the audit. --write-baseline writes one whose reasons are "TODO: explain", which the loader
+rejects until each is replaced by a real reason.
+
+Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
+		Example: `  mpspatch audit --tree ~/src/pytorch
+  mpspatch audit --tree ~/src/pytorch --format sarif > audit.sarif
+  mpspatch audit --tree ~/src/pytorch --write-baseline audit-baseline.toml
+  mpspatch audit --tree ~/src/pytorch --baseline audit-baseline.toml aten/src/ATen/mps`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.paths = args
+			return runAudit(cmd.Context(), d, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.tree, "tree", ".", "PyTorch source tree to audit")
+	f.StringVar(&opts.format, "format", "", "output format: text, json or sarif (default text; json with --json)")
+	f.StringVar(&opts.baseline, "baseline", "", "baseline file of accepted findings (default: [audit] baseline of the config)")
+	f.StringVar(&opts.writeBaseline, "write-baseline", "", "write all current findings to this baseline file (reasons to be filled in) and exit 0")
+	f.IntVar(&opts.workers, "workers", 0, "files analysed in parallel (0: one per CPU)")
+	return cmd
+}
+
+func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
+	format := opts.format
+	switch {
+	case format == "" && d.global.json:
+		format = "json"
+	case format == "":
+		format = "text"
+	}
+	switch format {
+	case "text", "json", "sarif":
+	default:
+		return usageErrorf("--format %q: want text, json or sarif", opts.format)
+	}
+	if opts.workers < 0 {
+		return usageErrorf("--workers %d: must not be negative", opts.workers)
+	}
+	if opts.baseline != "" && opts.writeBaseline != "" {
+		return usageErrorf("--baseline and --write-baseline do not go together")
+	}
+	c, err := d.config()
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(opts.tree)
+	if err != nil || !fi.IsDir() {
+		return usageErrorf("--tree %s: not a directory", opts.tree)
+	}
+	paths := opts.paths
+	if len(paths) == 0 {
+		paths = c.Audit.Paths
+	}
+	baselinePath := opts.baseline
+	if baselinePath == "" && opts.writeBaseline == "" && c.Audit.Baseline != "" {
+		baselinePath = c.Audit.Baseline
+		if !filepath.IsAbs(baselinePath) && c.Path != "" {
+			baselinePath = filepath.Join(filepath.Dir(c.Path), baselinePath)
+		}
+	}
+	var base *metalcheck.Baseline
+	if baselinePath != "" {
+		base, err = metalcheck.LoadBaseline(baselinePath)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
+
+	p := d.printer()
+	p.Progressf("auditing %s in %s", strings.Join(paths, ", "), opts.tree)
+	rep, err := metalcheck.Audit(ctx, metalcheck.Options{Root: opts.tree, Paths: paths, Workers: opts.workers})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return withCode(ExitUsage, err)
+	}
+
+	if opts.writeBaseline != "" {
+		var buf bytes.Buffer
+		if err := metalcheck.WriteBaseline(&buf, rep.Findings); err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.writeBaseline, buf.Bytes(), 0o644); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
+		}
+		p.Progressf("wrote %d findings to %s; replace each %q with the reason it is accepted",
+			len(rep.Findings), opts.writeBaseline, metalcheck.TODOReason)
+		return nil
+	}
+
+	res := base.Apply(rep.Files, rep.Findings)
+	for _, e := range res.Stale {
+		p.Warnf("baseline %s:%d: %s in %s matches no finding any more; remove the entry", baselinePath, e.Line, e.Rule, e.File)
+	}
+	switch format {
+	case "json":
+		err = metalcheck.WriteJSON(p.out, res)
+	case "sarif":
+		err = metalcheck.WriteSARIF(p.out, res, base.Reasons())
+	default:
+		err = metalcheck.WriteText(p.out, res)
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.New) > 0 {
+		return &silentError{code: ExitCheckFailed}
+	}
+	return nil
+}

@@ -1,0 +1,1151 @@
+package metalcheck
+
+import (
+	"bytes"
+	"strings"
+)
+
+// scopeKind says what a pair of braces is.
+type scopeKind uint8
+
+const (
+	scFile      scopeKind = iota
+	scNamespace           // namespace X { }, extern "C" { }
+	scClass               // class/struct/union body, ObjC ivar block
+	scEnum                // enum body
+	scFunction            // function or ObjC method body
+	scLambda              // C++ lambda body
+	scBlock               // ObjC block ^{ }
+	scControl             // if/else/for/while/do/switch/try/catch body
+	scPlain               // bare { }, case block, @autoreleasepool
+	scInit                // brace initialiser
+	scSync                // @synchronized(x) { }
+)
+
+var scopeKindNames = [...]string{"file", "namespace", "class", "enum", "function", "lambda",
+	"block", "control", "plain", "init", "synchronized"}
+
+func (k scopeKind) String() string { return scopeKindNames[k] }
+
+// expression scopes sit inside a statement, which goes on after their closing brace.
+func (k scopeKind) expression() bool { return k == scInit || k == scLambda || k == scBlock }
+
+// declarative scopes hold declarations rather than statements.
+func (k scopeKind) declarative() bool { return k == scFile || k == scNamespace || k == scClass }
+
+type scope struct {
+	kind   scopeKind
+	parent int32
+	open   int32 // code-token index of '{' (-1 for the file)
+	close  int32 // code-token index of '}' (len(code) when unclosed)
+	fn     int32 // innermost enclosing function, -1 outside functions
+	name   string
+	// region names the lock a region scope holds throughout: @synchronized(x), a block or
+	// lambda passed to dispatch_sync(q, ...) or std::call_once(flag, ...).
+	region     string
+	regionKind string
+	locks      []lockEvent
+}
+
+// lockEvent is a lock taken (or released) by a statement; it holds after pos until the end
+// of its scope or a matching release.
+type lockEvent struct {
+	pos     int32  // code-token index of the statement's ';'
+	at      int32  // code-token index where the lock is named (for findings)
+	name    string // the mutex: last identifier of the argument (_streamMutex)
+	qual    string // its qualifier when written C::m
+	guard   string // guard variable (lock_guard<..> guard(m)), "" for m.lock()
+	release bool
+}
+
+type function struct {
+	name      string // as written: MPSStream::synchronize, -[Foo bar:]
+	bare      string // synchronize, bar:
+	class     string // class whose member this is, "" for free functions
+	headStart int32
+	open      int32
+	close     int32
+	scope     int32
+	ctor      bool
+	locals    map[string]bool
+	statics   map[string]*Decl
+}
+
+// Decl is a variable declaration the audit knows about: a global, a static or non-static
+// class member, or a function-local static.
+type Decl struct {
+	Name        string
+	Class       string // class the member belongs to ("" for globals and locals)
+	File        string
+	Line, Col   int
+	Static      bool // static member, namespace-scope variable, or function-local static
+	Member      bool // non-static class member
+	Local       bool // function-local static
+	ThreadLocal bool
+	Const       bool
+	Container   bool
+	Mutex       bool
+	Type        string
+}
+
+func (d *Decl) qualified() string {
+	if d.Class != "" {
+		return d.Class + "::" + d.Name
+	}
+	return d.Name
+}
+
+// fileModel is one analysed source file.
+type fileModel struct {
+	path       string
+	src        []byte
+	code       []Token // code tokens: no comments, directives or tokens of #if 0 branches
+	directives []Token
+	scopeOf    []int32
+	match      []int32
+	scopes     []scope
+	funcs      []function
+	decls      []Decl
+}
+
+func (m *fileModel) tb(i int32) []byte {
+	t := m.code[i]
+	return m.src[t.Off:t.End]
+}
+
+func (m *fileModel) is(i int32, s string) bool {
+	return i >= 0 && int(i) < len(m.code) && string(m.tb(i)) == s
+}
+
+func (m *fileModel) isIdent(i int32) bool {
+	return i >= 0 && int(i) < len(m.code) && m.code[i].Kind == Ident
+}
+
+func (m *fileModel) text(i int32) string { return string(m.tb(i)) }
+
+// analyze tokenizes src and builds its scope structure, declarations and locks.
+func analyze(path string, src []byte) *fileModel {
+	m := &fileModel{path: path, src: src}
+	m.codeTokens(Tokenize(src))
+	m.build()
+	return m
+}
+
+// codeTokens keeps the tokens the compiler would see on a plausible configuration: comments
+// and directives go, the first branch of each #if is kept (the #else branch of #if 0), and
+// [[ and ]] become two brackets so that nested ObjC sends ([[X alloc] init]) match.
+func (m *fileModel) codeTokens(toks []Token) {
+	type cond struct{ parentActive, active, taken bool }
+	var conds []cond
+	active := true
+	m.code = make([]Token, 0, len(toks))
+	for _, t := range toks {
+		switch t.Kind {
+		case Comment:
+			continue
+		case Directive:
+			m.directives = append(m.directives, t)
+			word, rest := directiveWord(m.src[t.Off:t.End])
+			switch word {
+			case "if", "ifdef", "ifndef":
+				taken := !(word == "if" && isZeroCond(rest))
+				conds = append(conds, cond{parentActive: active, active: active && taken, taken: taken})
+			case "elif", "elifdef", "elifndef":
+				if n := len(conds); n > 0 {
+					c := &conds[n-1]
+					if c.taken {
+						c.active = false
+					} else {
+						c.taken = !(word == "elif" && isZeroCond(rest))
+						c.active = c.parentActive && c.taken
+					}
+				}
+			case "else":
+				if n := len(conds); n > 0 {
+					c := &conds[n-1]
+					c.active = c.parentActive && !c.taken
+					c.taken = true
+				}
+			case "endif":
+				if n := len(conds); n > 0 {
+					conds = conds[:n-1]
+				}
+			}
+			active = true
+			if n := len(conds); n > 0 {
+				active = conds[n-1].active
+			}
+			continue
+		}
+		if !active {
+			continue
+		}
+		if t.Kind == Punct && t.End-t.Off == 2 {
+			if b := m.src[t.Off:t.End]; string(b) == "[[" || string(b) == "]]" {
+				a, c := t, t
+				a.End = t.Off + 1
+				c.Off, c.Col = t.Off+1, t.Col+1
+				m.code = append(m.code, a, c)
+				continue
+			}
+		}
+		m.code = append(m.code, t)
+	}
+}
+
+// directiveWord returns the directive's name (if, define, ...) and the rest of its line.
+func directiveWord(b []byte) (string, []byte) {
+	b = bytes.TrimLeft(b[1:], " \t")
+	i := 0
+	for i < len(b) && isIdentChar(b[i]) {
+		i++
+	}
+	return string(b[:i]), b[i:]
+}
+
+func isZeroCond(rest []byte) bool {
+	if i := bytes.Index(rest, []byte("//")); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := bytes.Index(rest, []byte("/*")); i >= 0 {
+		rest = rest[:i]
+	}
+	s := string(bytes.TrimSpace(rest))
+	return s == "0" || s == "false" || s == "(0)"
+}
+
+// build walks the code tokens once, matching brackets, classifying every brace pair and
+// recording declarations, functions and lock statements.
+func (m *fileModel) build() {
+	n := int32(len(m.code))
+	m.scopeOf = make([]int32, n)
+	m.match = make([]int32, n)
+	for i := range m.match {
+		m.match[i] = -1
+	}
+	m.scopes = append(m.scopes, scope{kind: scFile, parent: -1, open: -1, close: n, fn: -1})
+	stack := []int32{0}
+	var parens []int32 // open ( and [
+	var stmts []int32  // statement starts saved across expression scopes
+	stmt := int32(0)
+	for i := int32(0); i < n; i++ {
+		cur := stack[len(stack)-1]
+		m.scopeOf[i] = cur
+		t := m.code[i]
+		if t.Kind == Ident && t.End-t.Off > 1 && m.src[t.Off] == '@' {
+			if m.is(i, "@end") {
+				stmt = i + 1
+			}
+			continue
+		}
+		if t.Kind != Punct || t.End-t.Off != 1 {
+			continue
+		}
+		switch c := m.src[t.Off]; c {
+		case '(', '[':
+			parens = append(parens, i)
+		case ')', ']':
+			want := byte('(')
+			if c == ']' {
+				want = '['
+			}
+			if k := len(parens); k > 0 && m.src[m.code[parens[k-1]].Off] == want && parens[k-1] > m.scopes[cur].open {
+				o := parens[k-1]
+				parens = parens[:k-1]
+				m.match[o], m.match[i] = i, o
+			}
+		case '{':
+			var innerParen int32 = -1
+			if k := len(parens); k > 0 && parens[k-1] > m.scopes[cur].open {
+				innerParen = parens[k-1]
+			}
+			s := m.openScope(i, stmt, cur, innerParen)
+			stack = append(stack, s)
+			m.scopeOf[i] = s
+			if m.scopes[s].kind.expression() {
+				stmts = append(stmts, stmt)
+			} else {
+				stmt = i + 1
+			}
+		case '}':
+			if len(stack) == 1 {
+				stmt = i + 1
+				continue
+			}
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			sc := &m.scopes[s]
+			sc.close = i
+			m.scopeOf[i] = s
+			if sc.open >= 0 {
+				m.match[sc.open], m.match[i] = i, sc.open
+			}
+			for len(parens) > 0 && parens[len(parens)-1] > sc.open {
+				parens = parens[:len(parens)-1]
+			}
+			if sc.kind == scFunction && sc.fn >= 0 {
+				m.funcs[sc.fn].close = i
+			}
+			if sc.kind.expression() && len(stmts) > 0 {
+				stmt = stmts[len(stmts)-1]
+				stmts = stmts[:len(stmts)-1]
+			} else {
+				stmt = i + 1
+			}
+		case ';':
+			if k := len(parens); k > 0 && parens[k-1] > m.scopes[cur].open {
+				continue // for (;;)
+			}
+			m.endStatement(stmt, i, cur)
+			stmt = i + 1
+		}
+	}
+	for _, s := range stack[1:] {
+		m.scopes[s].close = n
+		if f := m.scopes[s].fn; f >= 0 && m.scopes[s].kind == scFunction {
+			m.funcs[f].close = n
+		}
+	}
+}
+
+var controlWords = map[string]bool{"if": true, "else": true, "for": true, "while": true, "do": true,
+	"switch": true, "try": true, "catch": true, "@try": true, "@catch": true, "@finally": true}
+
+// regionCallees are calls whose block or lambda argument runs with a lock held (a serial
+// queue counts as a lock).
+var regionCallees = map[string]bool{"dispatch_sync": true, "dispatch_sync_with_rethrow": true,
+	"dispatch_barrier_sync": true, "call_once": true}
+
+// openScope classifies the '{' at i whose statement started at stmt.
+func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
+	parent := &m.scopes[cur]
+	sc := scope{parent: cur, open: i, close: int32(len(m.code)), fn: parent.fn}
+	kind := scPlain
+	head := m.stripPrefix(stmt, i)
+	switch {
+	case m.isBlockOpen(i):
+		kind = scBlock
+	case m.isLambdaOpen(i):
+		kind = scLambda
+	case head < i && m.is(head, "@synchronized"):
+		kind = scSync
+		if m.is(head+1, "(") && m.match[head+1] > head+1 {
+			sc.region = m.lastIdent(head+2, m.match[head+1])
+			sc.regionKind = "@synchronized"
+		}
+	case head < i && controlWords[string(m.tb(head))]:
+		kind = scControl
+	case head < i && (m.is(head, "namespace") || m.is(head, "inline") && m.is(head+1, "namespace") ||
+		m.is(head, "extern") && head+1 < int32(len(m.code)) && m.code[head+1].Kind == String):
+		kind = scNamespace
+	case head == i:
+		if stmt < i && m.isObjCHeader(stmt) {
+			kind = scClass
+		}
+	default:
+		kind = m.classifyHead(head, i, parent.kind)
+	}
+	sc.kind = kind
+	if (kind == scLambda || kind == scBlock) && innerParen > 0 && m.is(innerParen, "(") {
+		if callee := m.lastIdent(innerParen-1, innerParen); regionCallees[callee] {
+			end := m.topLevelComma(innerParen+1, i)
+			sc.region = m.lastIdent(innerParen+1, end)
+			if sc.region == "" {
+				sc.region = callee
+			}
+			sc.regionKind = callee
+		}
+	}
+	idx := int32(len(m.scopes))
+	switch kind {
+	case scClass:
+		sc.name = m.className(stmt, head, i)
+	case scFunction:
+		f := m.newFunction(stmt, head, i, cur)
+		f.scope = idx
+		sc.fn = int32(len(m.funcs))
+		m.funcs = append(m.funcs, f)
+	}
+	m.scopes = append(m.scopes, sc)
+	return idx
+}
+
+// classifyHead decides between class, enum, function, initialiser and plain block for a
+// head that is not a control statement, lambda or block.
+func (m *fileModel) classifyHead(head, i int32, parent scopeKind) scopeKind {
+	prev := i - 1
+	if prev >= 0 && m.code[prev].Kind == Punct {
+		switch m.text(prev) {
+		case "=", ",", "(", "[", "{", "?", "<", "return", "+", "-", "*", "&&", "||", "!", "==":
+			return scInit
+		}
+	}
+	if m.is(prev, "return") {
+		return scInit
+	}
+	first := head
+	if m.is(first, "typedef") {
+		first++
+	}
+	for m.is(first, "static") || m.is(first, "const") || m.is(first, "constexpr") || m.is(first, "inline") {
+		first++
+	}
+	hasParen := m.topLevelParen(head, i) >= 0
+	switch {
+	case m.is(first, "class") || m.is(first, "struct") || m.is(first, "union"):
+		if !hasParen {
+			return scClass
+		}
+	case m.is(first, "enum"):
+		return scEnum
+	}
+	if parent.declarative() {
+		if m.is(head, "-") || m.is(head, "+") {
+			return scFunction
+		}
+		if hasParen {
+			// Foo::Foo() : a_{1}, b_(2) { ... } — the braces after a_ initialise a member.
+			if m.ctorColon(head, i) >= 0 && (m.isIdent(prev) || m.is(prev, ">")) {
+				return scInit
+			}
+			return scFunction
+		}
+		return scInit
+	}
+	if m.isIdent(prev) || m.is(prev, ">") {
+		return scInit // T x{...}, std::vector<int>{...}
+	}
+	return scPlain
+}
+
+// isBlockOpen: ^{, ^(args){, ^Type(args){.
+func (m *fileModel) isBlockOpen(i int32) bool {
+	p := i - 1
+	if m.is(p, "^") {
+		return true
+	}
+	if m.is(p, ")") {
+		o := m.match[p]
+		if o <= 0 {
+			return false
+		}
+		if m.is(o-1, "^") {
+			return true
+		}
+		return m.isIdent(o-1) && m.is(o-2, "^")
+	}
+	return false
+}
+
+var lambdaSpecifiers = map[string]bool{"mutable": true, "constexpr": true, "consteval": true,
+	"noexcept": true, "static": true}
+
+// isLambdaOpen: [..]{, [..](..){, [..](..) mutable -> T {.
+func (m *fileModel) isLambdaOpen(i int32) bool {
+	k := i - 1
+	for steps := 0; k >= 0 && steps < 16; steps++ {
+		switch {
+		case m.isIdent(k) && lambdaSpecifiers[m.text(k)]:
+			k--
+			continue
+		case m.is(k, ")") && m.match[k] > 0 && m.is(m.match[k]-1, "noexcept"):
+			k = m.match[k] - 2
+			continue
+		}
+		break
+	}
+	if k < 0 {
+		return false
+	}
+	if !m.is(k, ")") && !m.is(k, "]") {
+		// Trailing return type: look back for '->' over type-ish tokens.
+		j := k
+		for steps := 0; j >= 0 && steps < 12; steps++ {
+			if m.is(j, "->") {
+				break
+			}
+			if !(m.isIdent(j) || m.is(j, "::") || m.is(j, "<") || m.is(j, ">") || m.is(j, "*") || m.is(j, "&") || m.is(j, ",")) {
+				return false
+			}
+			j--
+		}
+		if !m.is(j, "->") {
+			return false
+		}
+		k = j - 1
+		for k >= 0 && m.isIdent(k) && lambdaSpecifiers[m.text(k)] {
+			k--
+		}
+	}
+	if m.is(k, "]") {
+		o := m.match[k]
+		return o >= 0 && !m.is(o-1, "operator") && !m.isIdent(o-1) && !m.is(o-1, ")") && !m.is(o-1, "]")
+	}
+	if m.is(k, ")") {
+		o := m.match[k]
+		if o <= 0 || !m.is(o-1, "]") {
+			return false
+		}
+		ob := m.match[o-1]
+		return ob >= 0 && !m.is(ob-1, "operator") && !m.isIdent(ob-1) && !m.is(ob-1, ")") && !m.is(ob-1, "]")
+	}
+	return false
+}
+
+// stripPrefix skips labels, access specifiers, template<...>, attributes and an ObjC
+// @implementation/@interface header at the start of [s, e); it returns the first index left.
+func (m *fileModel) stripPrefix(s, e int32) int32 {
+	for s < e {
+		switch {
+		case m.isObjCHeader(s):
+			s = m.objcHeaderEnd(s, e)
+		case (m.is(s, "public") || m.is(s, "private") || m.is(s, "protected") || m.is(s, "default")) && m.is(s+1, ":"):
+			s += 2
+		case m.is(s, "@public") || m.is(s, "@private") || m.is(s, "@protected") || m.is(s, "@package"):
+			s++
+		case m.is(s, "case"):
+			j := s + 1
+			for j < e && !m.is(j, ":") {
+				j++
+			}
+			s = j + 1
+		case m.isIdent(s) && m.is(s+1, ":") && !controlWords[m.text(s)] && s+2 <= e:
+			s += 2 // goto label
+		case m.is(s, "template") && m.is(s+1, "<"):
+			s = m.angleEnd(s+1, e)
+		case m.is(s, "[") && m.is(s+1, "["):
+			j := m.match[s]
+			if j < 0 || j >= e {
+				return s
+			}
+			s = j + 1
+		case m.is(s, "__attribute__") || m.is(s, "alignas") || m.is(s, "__declspec"):
+			if m.is(s+1, "(") && m.match[s+1] > 0 && m.match[s+1] < e {
+				s = m.match[s+1] + 1
+			} else {
+				s++
+			}
+		default:
+			return s
+		}
+	}
+	return s
+}
+
+func (m *fileModel) isObjCHeader(s int32) bool {
+	return m.is(s, "@implementation") || m.is(s, "@interface") || m.is(s, "@protocol")
+}
+
+// objcHeaderEnd skips "@implementation Name [: Super] [(Category)] [<Protocols>]".
+func (m *fileModel) objcHeaderEnd(s, e int32) int32 {
+	s++
+	if m.isIdent(s) {
+		s++
+	}
+	if m.is(s, ":") && m.isIdent(s+1) {
+		s += 2
+	}
+	if m.is(s, "(") && m.match[s] > s && m.match[s] < e {
+		s = m.match[s] + 1
+	}
+	if m.is(s, "<") {
+		s = m.angleEnd(s, e)
+	}
+	if s > e {
+		s = e
+	}
+	return s
+}
+
+// angleEnd returns the index after the '>' closing the '<' at s (>> closes two).
+func (m *fileModel) angleEnd(s, e int32) int32 {
+	depth := 0
+	for j := s; j < e; j++ {
+		switch {
+		case m.is(j, "<"):
+			depth++
+		case m.is(j, ">"):
+			depth--
+		case m.is(j, ">>"):
+			depth -= 2
+		case m.is(j, "(") && m.match[j] > j && m.match[j] < e:
+			j = m.match[j]
+		}
+		if depth <= 0 {
+			return j + 1
+		}
+	}
+	return e
+}
+
+// topLevelParen returns the first '(' in [s, e) outside angle brackets, or -1.
+func (m *fileModel) topLevelParen(s, e int32) int32 {
+	for j := s; j < e; j++ {
+		if m.is(j, "(") {
+			return j
+		}
+		if m.is(j, "<") && j > s && m.isIdent(j-1) {
+			k := m.angleEnd(j, e)
+			if k > j {
+				j = k - 1
+			}
+		}
+	}
+	return -1
+}
+
+// ctorColon returns the index of a constructor-initialiser ':' (after a top-level ')') in
+// [s, e), or -1.
+func (m *fileModel) ctorColon(s, e int32) int32 {
+	seenParen := false
+	for j := s; j < e; j++ {
+		switch {
+		case m.is(j, "(") || m.is(j, "["):
+			if m.match[j] > j && m.match[j] < e {
+				if m.is(j, "(") {
+					seenParen = true
+				}
+				j = m.match[j]
+			}
+		case m.is(j, "{"):
+			if m.match[j] > j && m.match[j] < e {
+				j = m.match[j]
+			}
+		case m.is(j, ":") && seenParen:
+			return j
+		}
+	}
+	return -1
+}
+
+// topLevelComma returns the first ',' in [s, e) outside brackets, or e.
+func (m *fileModel) topLevelComma(s, e int32) int32 {
+	for j := s; j < e; j++ {
+		switch {
+		case m.is(j, "(") || m.is(j, "[") || m.is(j, "{"):
+			if m.match[j] > j {
+				j = m.match[j]
+			}
+		case m.is(j, ","):
+			return j
+		}
+	}
+	return e
+}
+
+// lastIdent returns the last identifier in [s, e) that is not a call's name.
+func (m *fileModel) lastIdent(s, e int32) string {
+	if s < 0 {
+		s = 0
+	}
+	best := ""
+	for j := s; j < e && int(j) < len(m.code); j++ {
+		if m.isIdent(j) && !m.is(j+1, "(") {
+			best = m.text(j)
+		}
+	}
+	if best == "" {
+		for j := e - 1; j >= s && j >= 0; j-- {
+			if m.isIdent(j) {
+				return m.text(j)
+			}
+		}
+	}
+	return best
+}
+
+// className finds the name in "class [attrs] Name [final] [: bases] {".
+func (m *fileModel) className(stmt, head, i int32) string {
+	if m.isObjCHeader(stmt) && m.isIdent(stmt+1) {
+		return m.text(stmt + 1)
+	}
+	name := ""
+	for j := head; j < i; j++ {
+		if m.is(j, ":") {
+			break
+		}
+		if m.is(j, "<") && j > head && m.isIdent(j-1) {
+			j = m.angleEnd(j, i) - 1
+			continue
+		}
+		if m.isIdent(j) {
+			switch m.text(j) {
+			case "class", "struct", "union", "final", "typedef", "static", "const", "alignas":
+			default:
+				if !strings.HasSuffix(m.text(j), "_API") && !strings.HasSuffix(m.text(j), "_EXPORT") {
+					name = m.text(j)
+				}
+			}
+		}
+	}
+	return name
+}
+
+var notFuncName = map[string]bool{"noexcept": true, "throw": true, "alignas": true, "__attribute__": true,
+	"decltype": true, "__declspec": true, "requires": true, "sizeof": true}
+
+// newFunction records the function whose body opens at i.
+func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
+	f := function{headStart: stmt, open: i, close: int32(len(m.code))}
+	if m.scopes[cur].kind == scClass {
+		f.class = m.scopes[cur].name
+	}
+	objcClass := m.objcClassAt(stmt)
+	if m.is(head, "-") || m.is(head, "+") {
+		var sel strings.Builder
+		j := head + 1
+		if m.is(j, "(") && m.match[j] > j {
+			j = m.match[j] + 1
+		}
+		first := ""
+		for ; j < i; j++ {
+			if m.is(j, "(") && m.match[j] > j {
+				j = m.match[j]
+				continue
+			}
+			if m.isIdent(j) && m.is(j+1, ":") {
+				sel.WriteString(m.text(j) + ":")
+			} else if first == "" && m.isIdent(j) {
+				first = m.text(j)
+			}
+		}
+		f.bare = sel.String()
+		if f.bare == "" {
+			f.bare = first
+		}
+		if f.class == "" {
+			f.class = objcClass
+		}
+		f.name = m.text(head) + "[" + f.class + " " + f.bare + "]"
+		return f
+	}
+	end := i
+	if c := m.ctorColon(head, i); c >= 0 {
+		end = c
+	}
+	// The name stands before the first parameter list: TORCH_IMPL_FUNC(name)(args) names
+	// the function inside the macro's parentheses.
+	for j := head; j < end; j++ {
+		if m.is(j, "<") && j > head && m.isIdent(j-1) && !m.is(j-1, "operator") {
+			j = m.angleEnd(j, end) - 1
+			continue
+		}
+		if !m.is(j, "(") {
+			continue
+		}
+		nameAt := j - 1
+		if m.is(nameAt, ">") { // template<..> specialisation: f<T>(...)
+			for k := nameAt; k > head; k-- {
+				if m.is(k, "<") {
+					nameAt = k - 1
+					break
+				}
+			}
+		}
+		if m.isIdent(nameAt) && notFuncName[m.text(nameAt)] {
+			if m.match[j] > j {
+				j = m.match[j]
+			}
+			continue
+		}
+		if close := m.match[j]; close > j && m.is(close+1, "(") && m.isIdent(nameAt) && strings.ToUpper(m.text(nameAt)) == m.text(nameAt) {
+			f.bare = m.lastIdent(j+1, close)
+			f.name = f.bare
+			break
+		}
+		switch {
+		case m.isIdent(nameAt):
+			f.bare = m.text(nameAt)
+			if m.is(nameAt-1, "~") {
+				f.bare = "~" + f.bare
+				nameAt--
+			}
+		case nameAt > head && m.is(nameAt-1, "operator"):
+			f.bare = "operator" + m.text(nameAt)
+			nameAt--
+		default:
+			f.bare = m.text(nameAt)
+		}
+		qual := ""
+		for k := nameAt - 1; k > head && m.is(k, "::") && m.isIdent(k-1); k -= 2 {
+			qual = m.text(k-1) + "::" + qual
+		}
+		f.name = qual + f.bare
+		if qual != "" {
+			parts := strings.Split(strings.TrimSuffix(qual, "::"), "::")
+			f.class = parts[len(parts)-1]
+		}
+		break
+	}
+	if f.class == "" {
+		f.class = objcClass
+	}
+	if f.class != "" && !strings.Contains(f.name, "::") {
+		f.name = f.class + "::" + f.bare
+	}
+	if f.class != "" && (f.bare == f.class || f.bare == "~"+f.class) {
+		f.ctor = true
+	}
+	return f
+}
+
+// objcClassAt returns the class of the @implementation enclosing code token i, if any.
+func (m *fileModel) objcClassAt(i int32) string {
+	for j := i - 1; j >= 0; j-- {
+		if m.is(j, "@end") {
+			return ""
+		}
+		if m.is(j, "@implementation") && m.isIdent(j+1) {
+			return m.text(j + 1)
+		}
+		if m.code[j].Kind == Punct && m.is(j, "}") && m.match[j] >= 0 && m.match[j] < j {
+			j = m.match[j] // skip whole bodies quickly
+		}
+	}
+	return ""
+}
+
+// endStatement handles the statement [s, e) ended by the ';' at e in scope cur.
+func (m *fileModel) endStatement(s, e, cur int32) {
+	sc := &m.scopes[cur]
+	switch {
+	case sc.kind.declarative():
+		class := ""
+		if sc.kind == scClass {
+			class = sc.name
+		}
+		m.declaration(s, e, sc.kind == scClass, class, -1)
+	case sc.kind == scInit || sc.kind == scEnum:
+	default:
+		h := m.stripPrefix(s, e)
+		if m.is(h, "static") && sc.fn >= 0 {
+			m.declaration(h, e, false, "", sc.fn)
+			return
+		}
+		if ev, ok := m.lockStatement(h, e); ok {
+			sc.locks = append(sc.locks, ev...)
+		}
+	}
+}
+
+var containerTypes = map[string]bool{"map": true, "unordered_map": true, "multimap": true,
+	"unordered_multimap": true, "set": true, "unordered_set": true, "multiset": true,
+	"unordered_multiset": true, "vector": true, "deque": true, "list": true, "forward_list": true,
+	"queue": true, "stack": true, "priority_queue": true, "SmallVector": true, "flat_hash_map": true,
+	"flat_hash_set": true, "node_hash_map": true, "DenseMap": true, "NSMutableDictionary": true,
+	"NSMutableArray": true, "NSMutableSet": true, "NSMapTable": true}
+
+var mutexTypes = map[string]bool{"mutex": true, "recursive_mutex": true, "shared_mutex": true,
+	"timed_mutex": true, "recursive_timed_mutex": true, "shared_timed_mutex": true}
+
+var declSkip = map[string]bool{"using": true, "typedef": true, "friend": true, "namespace": true,
+	"return": true, "static_assert": true, "@class": true, "@synthesize": true, "@dynamic": true,
+	"-": true, "+": true, "template": true, "extern": false, "goto": true, "delete": true}
+
+// declaration records the variable declared by [s, e), if it is one.
+func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32) {
+	s = m.stripPrefix(s, e)
+	if s >= e {
+		return
+	}
+	if m.is(s, "@property") {
+		s++
+		if m.is(s, "(") && m.match[s] > s && m.match[s] < e {
+			s = m.match[s] + 1
+		}
+	}
+	if s >= e || declSkip[m.text(s)] {
+		return
+	}
+	if (m.is(s, "class") || m.is(s, "struct") || m.is(s, "union") || m.is(s, "enum")) && e-s <= 3 {
+		return // forward declaration
+	}
+	d := Decl{File: m.path}
+	for ; s < e && m.isIdent(s); s++ {
+		switch m.text(s) {
+		case "static":
+			d.Static = true
+		case "thread_local", "__thread", "C10_THREAD_LOCAL":
+			d.ThreadLocal = true
+		case "const", "constexpr", "constinit":
+			d.Const = true
+		case "extern", "inline", "mutable", "volatile", "register":
+		default:
+			if t := m.text(s); strings.HasSuffix(t, "_API") && strings.ToUpper(t) == t {
+				continue
+			}
+			goto typ
+		}
+	}
+typ:
+	typeStart := s
+	stop := e
+	angle := 0
+scan:
+	for j := s; j < e; j++ {
+		switch {
+		case m.is(j, "<") && j > s && (m.isIdent(j-1) || m.is(j-1, "::")):
+			angle++
+		case m.is(j, ">") && angle > 0:
+			angle--
+		case m.is(j, ">>") && angle > 0:
+			angle -= 2
+			if angle < 0 {
+				angle = 0
+			}
+		case angle > 0:
+			if (m.is(j, "(") || m.is(j, "[") || m.is(j, "{")) && m.match[j] > j && m.match[j] < e {
+				j = m.match[j]
+			}
+		case m.is(j, "=") || m.is(j, "(") || m.is(j, "{") || m.is(j, "[") || m.is(j, ":") || m.is(j, ","):
+			stop = j
+			break scan
+		}
+	}
+	nameAt := stop - 1
+	if !m.isIdent(nameAt) || nameAt <= typeStart && !m.is(nameAt-1, "::") {
+		return
+	}
+	qualStart := nameAt
+	for qualStart-2 >= typeStart && m.is(qualStart-1, "::") && m.isIdent(qualStart-2) {
+		qualStart -= 2
+	}
+	if qualStart <= typeStart {
+		return // no type: an expression or a macro call
+	}
+	var typ strings.Builder
+	star := false
+	for j := typeStart; j < qualStart; j++ {
+		t := m.tb(j)
+		if m.code[j].Kind == Ident {
+			w := string(t)
+			if containerTypes[w] {
+				d.Container = true
+			}
+			if mutexTypes[w] {
+				d.Mutex = true
+			}
+			if w == "atomic" || w == "operator" {
+				return
+			}
+			if w == "thread_local" {
+				d.ThreadLocal = true
+			}
+			if w == "static" {
+				d.Static = true
+			}
+		}
+		if string(t) == "*" {
+			star = true
+		}
+		typ.Write(t)
+	}
+	if m.is(stop, "(") && !d.Container && !d.Mutex {
+		return // a function declaration
+	}
+	if star {
+		d.Const = false
+	}
+	d.Name = m.text(nameAt)
+	d.Type = typ.String()
+	if qualStart < nameAt {
+		d.Class = m.text(nameAt - 2)
+		d.Static = true // out-of-class definition of a static member
+	} else if inClass {
+		d.Class = class
+		d.Member = !d.Static
+	} else {
+		d.Static = true // namespace scope or function-local static: one per process
+	}
+	d.Local = fn >= 0
+	t := m.code[nameAt]
+	d.Line, d.Col = int(t.Line), int(t.Col)
+	if fn >= 0 {
+		f := &m.funcs[fn]
+		if f.statics == nil {
+			f.statics = map[string]*Decl{}
+		}
+		dd := d
+		f.statics[d.Name] = &dd
+		return
+	}
+	m.decls = append(m.decls, d)
+}
+
+var guardTypes = map[string]bool{"lock_guard": true, "unique_lock": true, "scoped_lock": true,
+	"shared_lock": true}
+
+// lockStatement recognises "[const] [std::]lock_guard<..> g(m...);", "auto g = std::..(m);",
+// "m.lock();" and "m.unlock();" in [s, e).
+func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
+	// m.lock(); m->lock(); m.unlock();
+	if e-s >= 4 && m.is(e-1, ")") && m.is(e-2, "(") && (m.is(e-4, ".") || m.is(e-4, "->")) {
+		op := m.text(e - 3)
+		if op == "lock" || op == "unlock" || op == "lock_shared" || op == "unlock_shared" {
+			if !m.isIdent(e - 5) {
+				return nil, false
+			}
+			name := m.text(e - 5)
+			return []lockEvent{{pos: e, at: e - 5, name: name, release: strings.HasPrefix(op, "un")}}, true
+		}
+	}
+	j := s
+	if m.is(j, "auto") && m.isIdent(j+1) && m.is(j+2, "=") {
+		j += 3
+	}
+	for m.is(j, "const") {
+		j++
+	}
+	for m.isIdent(j) && m.is(j+1, "::") {
+		j += 2
+	}
+	if !m.isIdent(j) || !guardTypes[m.text(j)] {
+		return nil, false
+	}
+	j++
+	if m.is(j, "<") {
+		j = m.angleEnd(j, e)
+	}
+	guard := ""
+	if m.isIdent(j) {
+		guard = m.text(j)
+		j++
+	} else if m.isIdent(s+1) && m.is(s, "auto") {
+		guard = m.text(s + 1)
+	}
+	if !(m.is(j, "(") || m.is(j, "{")) || m.match[j] <= j {
+		return nil, false
+	}
+	close := m.match[j]
+	var evs []lockEvent
+	deferred := false
+	for a := j + 1; a < close; {
+		b := m.topLevelComma(a, close)
+		arg := m.lastIdent(a, b)
+		switch arg {
+		case "defer_lock", "try_to_lock":
+			deferred = true
+		case "adopt_lock", "":
+		default:
+			ev := lockEvent{pos: e, name: arg, guard: guard}
+			for k := a; k < b; k++ {
+				if m.isIdent(k) && m.text(k) == arg {
+					ev.at = k
+					if m.is(k-1, "::") && m.isIdent(k-2) {
+						ev.qual = m.text(k - 2)
+					}
+				}
+			}
+			evs = append(evs, ev)
+		}
+		a = b + 1
+	}
+	if deferred {
+		// Held only after guard.lock(); remember which mutex the guard owns.
+		for k := range evs {
+			evs[k].release = true
+		}
+	}
+	return evs, len(evs) > 0
+}
+
+// heldLocks returns the names of the locks held at code token i (region names included) and
+// whether any lock is held. A lock counts when it was taken earlier in i's scope or an
+// enclosing one, up to the enclosing function.
+func (m *fileModel) heldLocks(i int32) ([]string, bool) {
+	var held []string
+	var evs []lockEvent
+	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
+		sc := &m.scopes[s]
+		if sc.region != "" {
+			held = append(held, sc.region)
+		}
+		for _, ev := range sc.locks {
+			if ev.pos < i {
+				evs = append(evs, ev)
+			}
+		}
+		if sc.kind == scFunction {
+			break
+		}
+	}
+	if len(evs) > 1 {
+		// Events of different scopes interleave in source order.
+		for a := 1; a < len(evs); a++ {
+			for b := a; b > 0 && evs[b].pos < evs[b-1].pos; b-- {
+				evs[b], evs[b-1] = evs[b-1], evs[b]
+			}
+		}
+	}
+	guardOf := map[string]string{}
+	var locked []string
+	for _, ev := range evs {
+		if ev.guard != "" {
+			guardOf[ev.guard] = ev.name
+		}
+		name := ev.name
+		if g, ok := guardOf[name]; ok && ev.guard == "" {
+			name = g // guard.lock() / guard.unlock()
+		}
+		if ev.release {
+			for k := len(locked) - 1; k >= 0; k-- {
+				if locked[k] == name {
+					locked = append(locked[:k], locked[k+1:]...)
+					break
+				}
+			}
+			continue
+		}
+		locked = append(locked, name)
+	}
+	held = append(held, locked...)
+	return held, len(held) > 0
+}
+
+// locked reports whether any lock is held at i.
+func (m *fileModel) locked(i int32) bool {
+	_, ok := m.heldLocks(i)
+	return ok
+}
+
+var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "delete": true,
+	"case": true, "goto": true, "throw": true, "co_return": true, "co_yield": true, "sizeof": true,
+	"do": true, "not": true, "and": true, "or": true, "typename": false}
+
+// localNames returns the names declared as parameters or non-static locals of function f.
+func (m *fileModel) localNames(fi int32) map[string]bool {
+	f := &m.funcs[fi]
+	if f.locals != nil {
+		return f.locals
+	}
+	f.locals = map[string]bool{}
+	end := f.close
+	if int(end) > len(m.code) {
+		end = int32(len(m.code))
+	}
+	for k := f.headStart + 1; k < end; k++ {
+		if !m.isIdent(k) || !m.isIdent(k-1) && !m.is(k-1, ">") && !m.is(k-1, "*") && !m.is(k-1, "&") && !m.is(k-1, "&&") {
+			continue
+		}
+		if m.isIdent(k-1) && notDeclPrev[m.text(k-1)] {
+			continue
+		}
+		if m.is(k-1, "*") || m.is(k-1, "&") {
+			// a * b; is more often a declaration than a product in this code, but x & y)
+			// in an expression is not: require a type-ish token before the operator.
+			if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[m.text(k-2)] {
+				continue
+			}
+		}
+		switch {
+		case m.is(k+1, ";"), m.is(k+1, "="), m.is(k+1, "("), m.is(k+1, "{"), m.is(k+1, ","),
+			m.is(k+1, ")"), m.is(k+1, "["), m.is(k+1, ":") && !m.is(k+1, "::"):
+			name := m.text(k)
+			if f.statics != nil && f.statics[name] != nil {
+				continue
+			}
+			f.locals[name] = true
+		}
+	}
+	return f.locals
+}

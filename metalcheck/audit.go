@@ -1,0 +1,236 @@
+package metalcheck
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// DefaultPaths are the directories audited when none are given (the [audit] paths default).
+var DefaultPaths = []string{"aten/src/ATen/mps", "aten/src/ATen/native/mps"}
+
+// Options configure an audit.
+type Options struct {
+	// Root is the tree the paths are relative to.
+	Root string
+	// Paths are directories or files under Root; empty means DefaultPaths. Directories are
+	// walked recursively for .h, .hpp, .mm, .m, .cpp, .cc and .cxx files.
+	Paths []string
+	// Workers bounds how many files are read and analysed at once; 0 means GOMAXPROCS.
+	Workers int
+}
+
+// Report is the result of an audit.
+type Report struct {
+	Root     string    `json:"root"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Findings []Finding `json:"findings"`
+}
+
+var sourceExts = map[string]bool{".h": true, ".hpp": true, ".mm": true, ".m": true, ".cpp": true, ".cc": true, ".cxx": true}
+
+// IsSource reports whether name has an extension the audit reads.
+func IsSource(name string) bool { return sourceExts[strings.ToLower(filepath.Ext(name))] }
+
+// Audit scans the sources under opts.Paths for thread-safety hazards. Files are read and
+// analysed in parallel; findings come back sorted by file, line, column and rule, each with
+// its fingerprint.
+func Audit(ctx context.Context, opts Options) (*Report, error) {
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = DefaultPaths
+	}
+	files, err := listSources(opts.Root, paths)
+	if err != nil {
+		return nil, err
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	all := make([]facts, len(files))
+	sizes := make([]int64, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers && w < len(files); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				src, err := os.ReadFile(filepath.Join(opts.Root, filepath.FromSlash(files[i])))
+				if err != nil {
+					errs[i] = fmt.Errorf("audit: read %s: %w", files[i], err)
+					continue
+				}
+				sizes[i] = int64(len(src))
+				all[i] = analyze(files[i], src).extract()
+			}
+		}()
+	}
+feed:
+	for i := range files {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rep := &Report{Root: opts.Root, Files: len(files), Findings: judgeAll(all)}
+	for _, s := range sizes {
+		rep.Bytes += s
+	}
+	return rep, nil
+}
+
+// AuditSources audits in-memory files (tree-relative slash paths to contents), as Audit does
+// a tree. Used by the no-finding intent and by tests.
+func AuditSources(files map[string][]byte) []Finding {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	all := make([]facts, len(names))
+	for i, n := range names {
+		all[i] = analyze(n, files[n]).extract()
+	}
+	return judgeAll(all)
+}
+
+// judgeAll resolves candidates against the declarations of all files, sorts the findings
+// and gives each its fingerprint.
+func judgeAll(all []facts) []Finding {
+	st := newSymtab(all)
+	var out []Finding
+	for fi := range all {
+		out = append(out, all[fi].direct...)
+		for ci := range all[fi].cands {
+			if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	sortFindings(out)
+	out = dedupe(out)
+	fingerprint(out)
+	if out == nil {
+		out = []Finding{}
+	}
+	return out
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(a, b int) bool {
+		x, y := fs[a], fs[b]
+		if x.File != y.File {
+			return x.File < y.File
+		}
+		if x.Line != y.Line {
+			return x.Line < y.Line
+		}
+		if x.Col != y.Col {
+			return x.Col < y.Col
+		}
+		if x.Rule != y.Rule {
+			return x.Rule < y.Rule
+		}
+		return x.Message < y.Message
+	})
+}
+
+// dedupe drops repeated findings of one rule at one position.
+func dedupe(fs []Finding) []Finding {
+	out := fs[:0]
+	for i, f := range fs {
+		if i > 0 {
+			p := fs[i-1]
+			if p.File == f.File && p.Line == f.Line && p.Col == f.Col && p.Rule == f.Rule {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// fingerprint sets each finding's Fingerprint from its rule, file, function and statement
+// text plus its rank among findings sharing all four, so that moving code up or down a file
+// keeps it, while editing the statement changes it.
+func fingerprint(fs []Finding) {
+	seen := map[string]int{}
+	for i := range fs {
+		f := &fs[i]
+		key := f.Rule + "\x00" + f.File + "\x00" + f.Function + "\x00" + f.Statement
+		n := seen[key]
+		seen[key] = n + 1
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", key, n)))
+		f.Fingerprint = hex.EncodeToString(sum[:8])
+	}
+}
+
+// listSources expands paths (relative to root) into sorted, slash-separated source files.
+func listSources(root string, paths []string) ([]string, error) {
+	seen := map[string]bool{}
+	var files []string
+	for _, p := range paths {
+		rel := path.Clean(filepath.ToSlash(p))
+		if path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("audit: path %q must be relative to the tree and inside it", p)
+		}
+		full := filepath.Join(root, filepath.FromSlash(rel))
+		fi, err := os.Stat(full)
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		if !fi.IsDir() {
+			if !seen[rel] {
+				seen[rel] = true
+				files = append(files, rel)
+			}
+			continue
+		}
+		err = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !IsSource(d.Name()) {
+				return nil
+			}
+			r, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			r = filepath.ToSlash(r)
+			if !seen[r] {
+				seen[r] = true
+				files = append(files, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("audit: walk %s: %w", rel, err)
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}

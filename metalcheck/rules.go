@@ -1,0 +1,599 @@
+package metalcheck
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Severity is how bad a finding is. Every finding not in the baseline fails the audit;
+// severity only orders attention (and maps to SARIF levels).
+type Severity string
+
+// Severities, as SARIF levels.
+const (
+	SevError   Severity = "error"
+	SevWarning Severity = "warning"
+	SevNote    Severity = "note"
+)
+
+// Rule describes one audit check. IDs and names are fixed in docs/series-format.md.
+type Rule struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+	Fix      string   `json:"fix"`
+}
+
+// Rules lists every rule, in ID order.
+var Rules = []Rule{
+	{ID: "MPS001", Name: "lazy-singleton", Severity: SevError,
+		Summary: "A static or global pointer is created on first use by check-then-assign with no lock: two threads can both see it empty and both create it.",
+		Fix:     "use a function-local static (initialised once, thread-safely, since C++11) or std::call_once; or make it thread_local if each thread may own one"},
+	{ID: "MPS002", Name: "unguarded-container", Severity: SevError,
+		Summary: "A process-wide or shared member container is mutated with no lock held in scope; concurrent inserts corrupt it.",
+		Fix:     "hold a mutex that guards this container (std::lock_guard in the same scope) around every access, or make the container thread_local"},
+	{ID: "MPS003", Name: "unlocked-lazy-init", Severity: SevError,
+		Summary: "A member is lazily initialised by check-then-act with no lock (the commandBuffer()/commandEncoder() race): two threads can both create it.",
+		Fix:     "take the object's lock (std::lock_guard on its mutex) before the check, or run the initialisation on the stream's serial queue"},
+	{ID: "MPS004", Name: "off-queue-command-buffer", Severity: SevError,
+		Summary: "Command-buffer or encoder state is touched from a function that holds no lock and is not inside a dispatch_sync block on the stream's serial queue.",
+		Fix:     "move the call into dispatch_sync(_serialQueue, ^{ ... }) or hold the stream's mutex (std::lock_guard) in this function"},
+	{ID: "MPS005", Name: "default-stream-sync", Severity: SevWarning,
+		Summary: "getDefaultMPSStream() is used to synchronise: with per-thread streams it waits on the wrong stream and races with the thread that owns it.",
+		Fix:     "synchronise the calling thread's stream: getCurrentMPSStream()"},
+	{ID: "MPS006", Name: "global-hot-path-mutex", Severity: SevWarning,
+		Summary: "A process-wide mutex is locked on an operator's execution path; it is safe but serialises every thread (the goal is no global hot-path mutex).",
+		Fix:     "replace the global lock with per-stream or per-thread state (thread_local caches, a per-stream mutex), or limit it to one-time initialisation"},
+	{ID: "MPS007", Name: "disabled-code", Severity: SevNote,
+		Summary: "Code is switched off by a constant condition (false &&, && false, if (0), if (false), #if 0); a fix that disables a path hides the problem instead of solving it.",
+		Fix:     "delete the dead path, or guard it with a named, documented option and explain why it is off"},
+}
+
+var rulesByKey = func() map[string]*Rule {
+	m := map[string]*Rule{}
+	for i := range Rules {
+		m[Rules[i].ID] = &Rules[i]
+		m[Rules[i].Name] = &Rules[i]
+	}
+	return m
+}()
+
+// LookupRule finds a rule by ID (MPS002) or name (unguarded-container).
+func LookupRule(key string) (Rule, bool) {
+	r, ok := rulesByKey[key]
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// Finding is one hazard at one place.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	// Col counts Unicode code points from 1.
+	Col      int    `json:"col"`
+	Function string `json:"function,omitempty"`
+	Message  string `json:"message"`
+	Fix      string `json:"fix"`
+	// Statement is the normalised token text of the statement holding the finding; with
+	// Rule, File and Function it makes the Fingerprint, which survives line shifts.
+	Statement   string `json:"statement"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// String renders the finding as file:line:col: ID name: message.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s %s: %s", f.File, f.Line, f.Col, f.Rule, f.Name, f.Message)
+}
+
+// candidate is a possible finding whose verdict depends on declarations that may live in
+// another file (a member container declared in a header, a global mutex defined elsewhere).
+type candidate struct {
+	kind        candKind
+	name, qual  string
+	class       string
+	local       bool
+	localStatic *Decl
+	inCtor      bool
+	finding     Finding
+}
+
+type candKind uint8
+
+const (
+	candContainer candKind = iota // a container mutation with no lock held
+	candNullInit                  // if (!x) x = ... with an unlocked assignment
+	candHotLock                   // a lock taken on an operator's execution path
+)
+
+// facts is what one file contributes to an audit.
+type facts struct {
+	path   string
+	decls  []Decl
+	direct []Finding
+	cands  []candidate
+}
+
+// extract runs the per-file part of every rule.
+func (m *fileModel) extract() facts {
+	fx := facts{path: m.path, decls: m.decls}
+	for _, d := range m.directives {
+		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
+			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
+		}
+	}
+	n := int32(len(m.code))
+	hot := strings.Contains(m.path, "native/mps/operations/")
+	for i := int32(0); i < n; i++ {
+		t := m.code[i]
+		if t.Kind != Ident && t.Kind != Punct {
+			continue
+		}
+		b := m.tb(i)
+		// MPS007 applies anywhere.
+		switch string(b) {
+		case "false":
+			if m.is(i+1, "&&") {
+				fx.direct = append(fx.direct, m.finding(i, "MPS007", "`false &&` makes the rest of the condition dead"))
+			}
+		case "&&":
+			if m.is(i+1, "false") {
+				fx.direct = append(fx.direct, m.finding(i+1, "MPS007", "`&& false` makes the whole condition false"))
+			}
+		case "if":
+			if m.is(i+1, "(") && (m.is(i+2, "0") || m.is(i+2, "false")) && m.is(i+3, ")") {
+				fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.text(i+2))))
+			}
+		}
+		sc := m.scopeOf[i]
+		fi := m.scopes[sc].fn
+		if fi < 0 || i == m.funcs[fi].open {
+			continue
+		}
+		f := &m.funcs[fi]
+		if t.Kind == Punct {
+			if string(b) == "[" {
+				m.objcMutation(i, fi, &fx)
+			}
+			continue
+		}
+		switch string(b) {
+		case "if":
+			m.nullInit(i, fi, &fx)
+		case "getDefaultMPSStream":
+			if !m.is(i+1, "(") {
+				break
+			}
+			fn := strings.ToLower(f.bare)
+			switch {
+			case strings.Contains(fn, "sync"):
+				fx.direct = append(fx.direct, m.finding(i, "MPS005",
+					fmt.Sprintf("getDefaultMPSStream() in synchronisation function %s: it synchronises the default stream, not the calling thread's", f.name)))
+			case m.is(i+2, ")") && m.is(i+3, "->") && m.is(i+4, "synchronize"):
+				fx.direct = append(fx.direct, m.finding(i, "MPS005",
+					"getDefaultMPSStream()->synchronize() waits on the default stream, not the calling thread's"))
+			}
+		case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
+			m.offQueue(i, f, &fx)
+		default:
+			m.containerMutation(i, fi, &fx)
+		}
+	}
+	// Locks on an operator's execution path.
+	for si := range m.scopes {
+		sc := &m.scopes[si]
+		if sc.fn < 0 {
+			continue
+		}
+		f := &m.funcs[sc.fn]
+		if !hot && !hotPathFunction(f.bare) {
+			continue
+		}
+		for _, ev := range sc.locks {
+			if ev.release {
+				continue
+			}
+			fd := m.finding(ev.at, "MPS006", "")
+			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, finding: fd}
+			if d := f.statics[ev.name]; d != nil && ev.qual == "" {
+				c.localStatic = d
+			} else if ev.qual == "" && m.localNames(sc.fn)[ev.name] {
+				continue
+			}
+			fx.cands = append(fx.cands, c)
+		}
+	}
+	return fx
+}
+
+func hotPathFunction(name string) bool {
+	l := strings.ToLower(name)
+	return strings.Contains(l, "runmpsgraph") || strings.Contains(l, "executempsgraph") || strings.Contains(l, "encode")
+}
+
+// offQueue: command-buffer primitives called with no lock and off the serial queue.
+// synchronize() is a public entry point that must be safe by itself, so only its bare
+// (this->) calls inside the stream count; the others assume the caller is on the queue.
+func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
+	if !m.is(i+1, "(") {
+		return
+	}
+	name := m.text(i)
+	prev := i - 1
+	external := m.is(prev, ".") || m.is(prev, "->")
+	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
+		external = false
+	}
+	if m.isIdent(prev) && !notDeclPrev[m.text(prev)] || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
+		return // a declaration, not a call
+	}
+	if name == "synchronize" && external {
+		return
+	}
+	if m.locked(i) {
+		return
+	}
+	fx.direct = append(fx.direct, m.finding(i, "MPS004",
+		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name)))
+}
+
+var mutators = map[string]bool{"insert": true, "emplace": true, "try_emplace": true, "emplace_hint": true,
+	"insert_or_assign": true, "push_back": true, "emplace_back": true, "push_front": true, "emplace_front": true,
+	"pop_back": true, "pop_front": true, "push": true, "pop": true, "erase": true, "clear": true,
+	"resize": true, "swap": true, "merge": true, "extract": true}
+
+var objcMutators = map[string]bool{"setObject": true, "addObject": true, "removeObjectForKey": true,
+	"removeAllObjects": true, "removeObject": true, "setValue": true, "insertObject": true,
+	"removeLastObject": true, "addEntriesFromDictionary": true, "removeObjectsForKeys": true,
+	"setObject:forKeyedSubscript": true}
+
+// rootRef reports whether the identifier at i is a plain reference to a variable (x,
+// this->x, self->x, C::x) and returns its qualifier.
+func (m *fileModel) rootRef(i int32) (qual string, ok bool) {
+	switch {
+	case m.is(i-1, ".") || m.is(i-1, "->"):
+		if m.is(i-2, "this") || m.is(i-2, "self") {
+			return "", true
+		}
+		return "", false
+	case m.is(i-1, "::"):
+		if m.isIdent(i - 2) {
+			if m.is(i-3, "::") && !m.isIdent(i-4) || !m.is(i-3, "::") {
+				q := m.text(i - 2)
+				if q == "std" || q == "c10" || q == "at" {
+					return "", false
+				}
+				return q, true
+			}
+		}
+		return "", true
+	}
+	return "", true
+}
+
+// containerMutation: x.insert(...), x->push_back(...), x[k] = v.
+func (m *fileModel) containerMutation(i, fi int32, fx *facts) {
+	if !m.isIdent(i) {
+		return
+	}
+	mut := false
+	switch {
+	case (m.is(i+1, ".") || m.is(i+1, "->")) && m.isIdent(i+2) && m.is(i+3, "("):
+		mut = mutators[string(m.tb(i+2))]
+	case m.is(i+1, "["):
+		if c := m.match[i+1]; c > i+1 && m.is(c+1, "=") {
+			mut = true
+		}
+	}
+	if !mut {
+		return
+	}
+	m.containerCandidate(i, fi, fx)
+}
+
+// objcMutation: [dict setObject:v forKey:k], [arr addObject:x], [dict removeAllObjects].
+func (m *fileModel) objcMutation(i, fi int32, fx *facts) {
+	x := i + 1
+	if (m.is(x, "self") || m.is(x, "this")) && m.is(x+1, "->") {
+		x += 2
+	}
+	if !m.isIdent(x) || !m.isIdent(x+1) || !objcMutators[string(m.tb(x+1))] {
+		return
+	}
+	if !(m.is(x+2, ":") || m.is(x+2, "]")) {
+		return
+	}
+	m.containerCandidate(x, fi, fx)
+}
+
+func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
+	qual, ok := m.rootRef(i)
+	if !ok || m.locked(i) {
+		return
+	}
+	f := &m.funcs[fi]
+	name := m.text(i)
+	c := candidate{kind: candContainer, name: name, qual: qual, class: f.class, inCtor: f.ctor}
+	if qual == "" {
+		if d := f.statics[name]; d != nil {
+			c.localStatic = d
+		} else if m.localNames(fi)[name] {
+			return
+		}
+	}
+	c.finding = m.finding(i, "MPS002", "")
+	fx.cands = append(fx.cands, c)
+}
+
+var nullWords = map[string]bool{"nullptr": true, "nil": true, "NULL": true, "0": true, "Nil": true}
+
+// nullInit: if (!x) x = ...; if (x == nullptr) { x = ...; } with an assignment made with
+// no lock held.
+func (m *fileModel) nullInit(i, fi int32, fx *facts) {
+	j := i + 1
+	if m.is(j, "constexpr") {
+		j++
+	}
+	if !m.is(j, "(") || m.match[j] <= j {
+		return
+	}
+	cl := m.match[j]
+	var at int32 = -1
+	c := j + 1
+	switch {
+	case m.is(c, "!"):
+		at = m.refEnd(c+1, cl)
+		if at < 0 || at+1 != cl {
+			return
+		}
+	case nullWords[m.text(c)] && m.is(c+1, "=="):
+		at = m.refEnd(c+2, cl)
+		if at < 0 || at+1 != cl {
+			return
+		}
+	default:
+		at = m.refEnd(c, cl)
+		if at < 0 || !m.is(at+1, "==") || !nullWords[m.text(at+2)] || at+3 != cl {
+			return
+		}
+	}
+	name := m.text(at)
+	qual, ok := m.rootRef(at)
+	if !ok {
+		return
+	}
+	// The body: a braced block or one statement.
+	bs, be := cl+1, cl+1
+	if m.is(bs, "{") && m.match[bs] > bs {
+		be = m.match[bs]
+	} else {
+		for be < int32(len(m.code)) && !(m.is(be, ";") && m.scopeOf[be] == m.scopeOf[i]) {
+			be++
+		}
+	}
+	unlocked := false
+	for k := bs; k < be; k++ {
+		if m.isIdent(k) && string(m.tb(k)) == name && m.is(k+1, "=") {
+			if _, ok := m.rootRef(k); ok && !m.locked(k) {
+				unlocked = true
+				break
+			}
+		}
+	}
+	if !unlocked {
+		return
+	}
+	f := &m.funcs[fi]
+	cand := candidate{kind: candNullInit, name: name, qual: qual, class: f.class, inCtor: f.ctor}
+	if qual == "" {
+		if d := f.statics[name]; d != nil {
+			cand.localStatic = d
+		} else if m.localNames(fi)[name] {
+			return
+		}
+	}
+	cand.finding = m.finding(i, "MPS001", "")
+	fx.cands = append(fx.cands, cand)
+}
+
+// refEnd parses a reference (x, this->x, self->x, C::x) starting at s before e and returns
+// the index of its last identifier, or -1.
+func (m *fileModel) refEnd(s, e int32) int32 {
+	if (m.is(s, "this") || m.is(s, "self")) && m.is(s+1, "->") {
+		s += 2
+	}
+	for m.isIdent(s) && m.is(s+1, "::") && s+2 < e {
+		s += 2
+	}
+	if s < e && m.isIdent(s) {
+		return s
+	}
+	return -1
+}
+
+// finding builds a finding of rule at code token i.
+func (m *fileModel) finding(i int32, rule, msg string) Finding {
+	fn := ""
+	if f := m.scopes[m.scopeOf[i]].fn; f >= 0 {
+		fn = m.funcs[f].name
+	}
+	f := m.findingAt(m.code[i], i, rule, msg, "")
+	f.Function = fn
+	return f
+}
+
+// findingAt builds a finding at token t; i is its code index (-1 for a directive, whose
+// statement text is given).
+func (m *fileModel) findingAt(t Token, i int32, rule, msg, stmt string) Finding {
+	r := rulesByKey[rule]
+	lineStart := int(t.Off) - int(t.Col) + 1
+	col := utf8.RuneCount(m.src[lineStart:t.Off]) + 1
+	if i >= 0 {
+		stmt = m.statementText(i)
+	}
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: int(t.Line), Col: col,
+		Message: msg, Fix: r.Fix, Statement: stmt}
+}
+
+const maxStatementTokens = 40
+
+// statementText is the normalised token text (single spaces) of the statement around code
+// token i: from after the previous ; { or } to the next one.
+func (m *fileModel) statementText(i int32) string {
+	s := i
+	for s > 0 && !(m.is(s-1, ";") || m.is(s-1, "{") || m.is(s-1, "}")) && i-s < maxStatementTokens {
+		s--
+	}
+	e := i
+	for int(e) < len(m.code)-1 && !(m.is(e, ";") || m.is(e, "{") || m.is(e, "}")) && e-i < maxStatementTokens {
+		e++
+	}
+	var sb strings.Builder
+	for k := s; k <= e && int(k) < len(m.code); k++ {
+		if k > s {
+			sb.WriteByte(' ')
+		}
+		sb.Write(m.tb(k))
+	}
+	return sb.String()
+}
+
+// symtab merges the declarations of every audited file.
+type symtab struct {
+	members map[string][]*Decl // Class::name
+	globals map[string][]*Decl // name
+	classes map[string]bool
+}
+
+func newSymtab(all []facts) *symtab {
+	st := &symtab{members: map[string][]*Decl{}, globals: map[string][]*Decl{}, classes: map[string]bool{}}
+	for fi := range all {
+		for di := range all[fi].decls {
+			st.add(&all[fi].decls[di])
+		}
+	}
+	return st
+}
+
+func (st *symtab) add(d *Decl) {
+	if d.Class != "" {
+		k := d.Class + "::" + d.Name
+		st.members[k] = append(st.members[k], d)
+		st.classes[d.Class] = true
+		return
+	}
+	st.globals[d.Name] = append(st.globals[d.Name], d)
+}
+
+// merged folds several declarations of one symbol (a header declaration and its
+// definition) into one view: thread_local when any says so.
+func merged(ds []*Decl, file string) *Decl {
+	if len(ds) == 0 {
+		return nil
+	}
+	var out Decl
+	first := true
+	for _, d := range ds {
+		if ds[0].Class == "" && d.File != file && len(ds) > 1 && hasFile(ds, file) {
+			continue // a file-static of the same name in another file
+		}
+		if first {
+			out = *d
+			first = false
+			continue
+		}
+		out.ThreadLocal = out.ThreadLocal || d.ThreadLocal
+		out.Container = out.Container || d.Container
+		out.Mutex = out.Mutex || d.Mutex
+		out.Static = out.Static || d.Static
+		out.Member = out.Member && d.Member
+	}
+	return &out
+}
+
+func hasFile(ds []*Decl, file string) bool {
+	for _, d := range ds {
+		if d.File == file {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *symtab) resolve(c *candidate, file string) *Decl {
+	if c.localStatic != nil {
+		return c.localStatic
+	}
+	if c.local {
+		return nil
+	}
+	if c.qual != "" {
+		if d := merged(st.members[c.qual+"::"+c.name], file); d != nil {
+			return d
+		}
+		return merged(st.globals[c.name], file)
+	}
+	if c.class != "" {
+		if d := merged(st.members[c.class+"::"+c.name], file); d != nil {
+			return d
+		}
+	}
+	return merged(st.globals[c.name], file)
+}
+
+func looksLikeMember(name string) bool {
+	return strings.HasPrefix(name, "_") || strings.HasSuffix(name, "_") || strings.HasPrefix(name, "m_")
+}
+
+// judge turns a candidate into a finding, or nothing.
+func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
+	d := st.resolve(c, file)
+	f := c.finding
+	switch c.kind {
+	case candContainer:
+		if d == nil || !d.Container || d.ThreadLocal || d.Const {
+			return f, false
+		}
+		if d.Member && c.inCtor {
+			return f, false
+		}
+		what := "static container"
+		if d.Member {
+			what = "member container"
+		}
+		f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.qualified(), d.File, d.Line)
+		return f, true
+	case candNullInit:
+		if c.inCtor {
+			return f, false
+		}
+		switch {
+		case d != nil && d.ThreadLocal:
+			return f, false
+		case d != nil && d.Static:
+			r := rulesByKey["MPS001"]
+			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.qualified(), d.File, d.Line)
+			return f, true
+		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
+			r := rulesByKey["MPS003"]
+			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
+			return f, true
+		}
+		return f, false
+	case candHotLock:
+		if d == nil || !d.Mutex || d.ThreadLocal || d.Member {
+			return f, false
+		}
+		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on an operator's execution path", d.qualified(), d.File, d.Line)
+		return f, true
+	}
+	return f, false
+}

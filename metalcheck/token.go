@@ -1,0 +1,378 @@
+package metalcheck
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Kind classifies a token.
+type Kind uint8
+
+// Token kinds. Every byte of the input that is not white space (or a backslash-newline
+// splice) belongs to exactly one token.
+const (
+	Invalid   Kind = iota // a byte that starts no C++ token (a stray backslash, a control byte)
+	Comment               // // line or /* block */ comment
+	Directive             // a whole preprocessor line, continuations and comments included
+	Ident                 // identifier or keyword; ObjC @keywords (@synchronized) are one Ident
+	Number                // preprocessing number (1'000, 0x1p-3, 1.5e+3f)
+	String                // string literal: "..", u8"..", R"d(..)d", @".."
+	Char                  // character literal: 'a', L'\n'
+	Punct                 // punctuator: longest match, including ::, ->, [[ and ]]
+)
+
+var kindNames = [...]string{"invalid", "comment", "directive", "ident", "number", "string", "char", "punct"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Token is one lexical token of a C++ or Objective-C++ source. Off and End are byte offsets
+// into the source; Line and Col are 1-based, Col counting bytes from the start of the line.
+type Token struct {
+	Kind Kind
+	Off  int32
+	End  int32
+	Line int32
+	Col  int32
+}
+
+// Text returns the token's bytes within src.
+func (t Token) Text(src []byte) []byte { return src[t.Off:t.End] }
+
+// maxSource is the largest file the tokenizer accepts (offsets are int32).
+const maxSource = 1 << 30
+
+// Tokenize splits a C++/Objective-C++ source into tokens. It never fails: bytes that start no
+// token become Invalid tokens, and unterminated comments and literals run to the end of their
+// line (strings, chars) or of the input (block comments, raw strings).
+func Tokenize(src []byte) []Token {
+	return tokenize(src, true)
+}
+
+// tokenize is Tokenize with control over preprocessor directives: with directives false a
+// leading '#' is an ordinary punctuator, which is how present/absent intents compare text.
+func tokenize(src []byte, directives bool) []Token {
+	if len(src) > maxSource {
+		src = src[:maxSource]
+	}
+	lx := lexer{src: src, line: 1, bol: true, directives: directives}
+	// A rough guess that avoids most regrowth: one token every five bytes.
+	lx.toks = make([]Token, 0, len(src)/5+4)
+	lx.run()
+	return lx.toks
+}
+
+type lexer struct {
+	src        []byte
+	pos        int
+	line       int
+	lineStart  int
+	bol        bool // only white space since the last newline
+	directives bool
+	toks       []Token
+}
+
+func (lx *lexer) peek(i int) byte {
+	if p := lx.pos + i; p < len(lx.src) {
+		return lx.src[p]
+	}
+	return 0
+}
+
+// splice reports the length of a backslash-newline at p (0 when there is none).
+func splice(src []byte, p int) int {
+	if p >= len(src) || src[p] != '\\' {
+		return 0
+	}
+	if p+1 < len(src) && src[p+1] == '\n' {
+		return 2
+	}
+	if p+2 < len(src) && src[p+1] == '\r' && src[p+2] == '\n' {
+		return 3
+	}
+	return 0
+}
+
+func (lx *lexer) run() {
+	src := lx.src
+	n := len(src)
+	for lx.pos < n {
+		c := src[lx.pos]
+		switch c {
+		case '\n':
+			lx.pos++
+			lx.line++
+			lx.lineStart = lx.pos
+			lx.bol = true
+			continue
+		case ' ', '\t', '\r', '\f', '\v':
+			lx.pos++
+			continue
+		case '\\':
+			if k := splice(src, lx.pos); k > 0 {
+				lx.pos += k
+				lx.line++
+				lx.lineStart = lx.pos
+				continue
+			}
+		}
+		start := lx.pos
+		line, col := lx.line, start-lx.lineStart+1
+		kind := lx.scan(c)
+		if lx.pos <= start { // defensive: always make progress
+			lx.pos = start + 1
+		}
+		lx.toks = append(lx.toks, Token{Kind: kind, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)})
+		if kind == Comment || kind == Directive || kind == String || kind == Char || kind == Invalid {
+			if nl := bytes.Count(src[start:lx.pos], []byte{'\n'}); nl > 0 {
+				lx.line += nl
+				lx.lineStart = start + bytes.LastIndexByte(src[start:lx.pos], '\n') + 1
+			}
+		}
+		if kind != Comment {
+			lx.bol = false
+		}
+	}
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c == '$' || (c|0x20) >= 'a' && (c|0x20) <= 'z' || c >= 0x80
+}
+
+func isIdentChar(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scan consumes one token starting with c at lx.pos and returns its kind.
+func (lx *lexer) scan(c byte) Kind {
+	src := lx.src
+	switch {
+	case c == '/' && lx.peek(1) == '/':
+		lx.pos = lineCommentEnd(src, lx.pos+2)
+		return Comment
+	case c == '/' && lx.peek(1) == '*':
+		lx.pos = blockCommentEnd(src, lx.pos+2)
+		return Comment
+	case c == '#' && lx.bol && lx.directives:
+		lx.pos = directiveEnd(src, lx.pos+1)
+		return Directive
+	case isIdentStart(c):
+		p := lx.pos + 1
+		for p < len(src) && isIdentChar(src[p]) {
+			p++
+		}
+		word := src[lx.pos:p]
+		if p < len(src) && (src[p] == '"' || src[p] == '\'') {
+			if k, ok := lx.prefixedLiteral(word, p); ok {
+				return k
+			}
+		}
+		lx.pos = p
+		return Ident
+	case isDigit(c) || c == '.' && isDigit(lx.peek(1)):
+		lx.pos = numberEnd(src, lx.pos)
+		return Number
+	case c == '"':
+		lx.pos = quotedEnd(src, lx.pos+1, '"')
+		return String
+	case c == '\'':
+		lx.pos = quotedEnd(src, lx.pos+1, '\'')
+		return Char
+	case c == '@':
+		next := lx.peek(1)
+		if next == '"' {
+			lx.pos = quotedEnd(src, lx.pos+2, '"')
+			return String
+		}
+		if isIdentStart(next) {
+			p := lx.pos + 2
+			for p < len(src) && isIdentChar(src[p]) {
+				p++
+			}
+			lx.pos = p
+			return Ident
+		}
+		lx.pos++
+		return Punct
+	}
+	if k := punctLen(src[lx.pos:]); k > 0 {
+		lx.pos += k
+		return Punct
+	}
+	lx.pos++
+	return Invalid
+}
+
+// prefixedLiteral handles encoding prefixes (u8, u, U, L) and raw strings (R, u8R, ...);
+// quote is the offset of the opening quote.
+func (lx *lexer) prefixedLiteral(word []byte, quote int) (Kind, bool) {
+	src := lx.src
+	raw := false
+	switch string(word) {
+	case "u8", "u", "U", "L":
+	case "R", "u8R", "uR", "UR", "LR":
+		raw = true
+	default:
+		return 0, false
+	}
+	if src[quote] == '\'' {
+		if raw {
+			return 0, false
+		}
+		lx.pos = quotedEnd(src, quote+1, '\'')
+		return Char, true
+	}
+	if !raw {
+		lx.pos = quotedEnd(src, quote+1, '"')
+		return String, true
+	}
+	// R"delim( ... )delim"
+	p := quote + 1
+	d := p
+	for d < len(src) && d-p <= 16 && src[d] != '(' {
+		switch src[d] {
+		case ' ', ')', '\\', '\t', '\v', '\f', '\n', '"':
+			// Not a valid raw-string delimiter: lex as an ordinary string.
+			lx.pos = quotedEnd(src, quote+1, '"')
+			return String, true
+		}
+		d++
+	}
+	if d >= len(src) || src[d] != '(' {
+		lx.pos = quotedEnd(src, quote+1, '"')
+		return String, true
+	}
+	delim := src[p:d]
+	closeSeq := make([]byte, 0, len(delim)+2)
+	closeSeq = append(closeSeq, ')')
+	closeSeq = append(closeSeq, delim...)
+	closeSeq = append(closeSeq, '"')
+	if i := bytes.Index(src[d+1:], closeSeq); i >= 0 {
+		lx.pos = d + 1 + i + len(closeSeq)
+	} else {
+		lx.pos = len(src)
+	}
+	return String, true
+}
+
+// lineCommentEnd returns the end of a // comment body starting at p: the next newline that is
+// not spliced.
+func lineCommentEnd(src []byte, p int) int {
+	for p < len(src) {
+		if k := splice(src, p); k > 0 {
+			p += k
+			continue
+		}
+		if src[p] == '\n' {
+			return p
+		}
+		p++
+	}
+	return p
+}
+
+func blockCommentEnd(src []byte, p int) int {
+	if i := bytes.Index(src[p:], []byte("*/")); i >= 0 {
+		return p + i + 2
+	}
+	return len(src)
+}
+
+// quotedEnd scans a string or char literal body starting at p (after the opening quote).
+// An unterminated literal ends before the newline.
+func quotedEnd(src []byte, p int, quote byte) int {
+	for p < len(src) {
+		switch src[p] {
+		case quote:
+			return p + 1
+		case '\\':
+			if k := splice(src, p); k > 0 {
+				p += k
+				continue
+			}
+			p += 2
+			continue
+		case '\n':
+			return p
+		}
+		p++
+	}
+	if p > len(src) {
+		p = len(src)
+	}
+	return p
+}
+
+// directiveEnd scans a preprocessor line from p: to the first newline that is neither spliced
+// nor inside a block comment. Literals are skipped so that "//" inside one is not a comment.
+func directiveEnd(src []byte, p int) int {
+	for p < len(src) {
+		c := src[p]
+		switch {
+		case c == '\n':
+			return p
+		case c == '\\' && splice(src, p) > 0:
+			p += splice(src, p)
+		case c == '/' && p+1 < len(src) && src[p+1] == '*':
+			p = blockCommentEnd(src, p+2)
+		case c == '/' && p+1 < len(src) && src[p+1] == '/':
+			return lineCommentEnd(src, p+2)
+		case c == '"' || c == '\'':
+			p = quotedEnd(src, p+1, c)
+		default:
+			p++
+		}
+	}
+	return p
+}
+
+// numberEnd scans a preprocessing number: digits, letters, '.', digit separators and signed
+// exponents.
+func numberEnd(src []byte, p int) int {
+	p++
+	for p < len(src) {
+		c := src[p]
+		switch {
+		case (c == '+' || c == '-') && (src[p-1]|0x20 == 'e' || src[p-1]|0x20 == 'p'):
+			p++
+		case c == '\'' && p+1 < len(src) && isIdentChar(src[p+1]):
+			p += 2
+		case isIdentChar(c) || c == '.':
+			p++
+		default:
+			return p
+		}
+	}
+	return p
+}
+
+var puncts3 = []string{"<<=", ">>=", "->*", "...", "<=>"}
+var puncts2 = []string{"::", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
+	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "##", ".*", "[[", "]]"}
+
+const puncts1 = "{}[]()<>;:,.?!~+-*/%^&|=#@"
+
+func punctLen(b []byte) int {
+	if len(b) >= 3 {
+		for _, p := range puncts3 {
+			if string(b[:3]) == p {
+				return 3
+			}
+		}
+	}
+	if len(b) >= 2 {
+		for _, p := range puncts2 {
+			if string(b[:2]) == p {
+				return 2
+			}
+		}
+	}
+	if len(b) >= 1 && bytes.IndexByte([]byte(puncts1), b[0]) >= 0 {
+		return 1
+	}
+	return 0
+}
