@@ -1,0 +1,371 @@
+package metalcheck
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+const fixtureTree = "testdata/tree"
+
+type site struct {
+	Line int
+	Rule string
+}
+
+// wantFindings lists every finding the fixtures must produce, per file; anything else the
+// audit reports in these files is a false positive.
+var wantFindings = map[string][]site{
+	"aten/src/ATen/mps/Singleton.mm": {
+		{11, "MPS001"}, // if (!g_widget) g_widget = new Widget();
+		{19, "MPS001"}, // static member _instance == nullptr
+		{33, "MPS001"}, // function-local static pointer, nullptr == w
+	},
+	"aten/src/ATen/mps/Containers.mm": {
+		{17, "MPS002"}, // g_cache[key] = value
+		{18, "MPS002"}, // g_cache.emplace
+		{39, "MPS002"}, // clear() after unlock()
+		{43, "MPS002"}, // [g_dict setObject:forKey:]
+		{59, "MPS002"}, // function-local static vector
+		{81, "MPS002"}, // member container in a method, no lock
+	},
+	"aten/src/ATen/mps/Stream.h": nil,
+	"aten/src/ATen/mps/Stream.mm": {
+		{7, "MPS003"},  // if (!_commandBuffer) { _commandBuffer = ... }
+		{14, "MPS003"}, // braceless if (_commandEncoder == nil)
+		{28, "MPS004"}, // endKernelCoalescing() in synchronize()
+		{30, "MPS004"}, // commit() in synchronize()
+		{43, "MPS004"}, // stream->commandEncoder() off the queue
+		{61, "MPS005"}, // getDefaultMPSStream() in deviceSynchronize
+		{65, "MPS005"}, // getDefaultMPSStream()->synchronize
+	},
+	"aten/src/ATen/mps/Tricky.mm": {
+		{84, "MPS007"}, // #if 0
+		{96, "MPS002"}, // g_map.erase, unguarded
+		{97, "MPS002"}, // [g_objects addObject:], unguarded
+	},
+	"aten/src/ATen/native/mps/Disabled.mm": {
+		{7, "MPS007"}, {10, "MPS007"}, {13, "MPS007"}, {16, "MPS007"}, {19, "MPS007"},
+	},
+	"aten/src/ATen/native/mps/Graph.mm": {
+		{9, "MPS006"}, // g_graph_mutex.lock() in runMPSGraph
+	},
+	"aten/src/ATen/native/mps/operations/Encode.mm": {
+		{17, "MPS006"}, // lock_guard on a static mutex in an operator
+		{33, "MPS006"}, // shared_lock on a function-local static shared_mutex
+	},
+}
+
+func auditFixtures(t testing.TB, workers int) *Report {
+	t.Helper()
+	rep, err := Audit(context.Background(), Options{Root: fixtureTree, Workers: workers})
+	if err != nil {
+		t.Fatalf("audit %s: %v", fixtureTree, err)
+	}
+	return rep
+}
+
+func TestAuditFixtures(t *testing.T) {
+	rep := auditFixtures(t, 0)
+	have := map[string][]site{}
+	for _, f := range rep.Findings {
+		have[f.File] = append(have[f.File], site{f.Line, f.Rule})
+	}
+	if rep.Files != len(wantFindings) {
+		t.Errorf("audited %d files, want %d", rep.Files, len(wantFindings))
+	}
+	for file, want := range wantFindings {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			h := have[file]
+			if len(h) == 0 && len(want) == 0 {
+				return
+			}
+			if !reflect.DeepEqual(h, want) {
+				t.Errorf("findings in %s:\nhave %v\nwant %v", file, h, want)
+				for _, f := range rep.Findings {
+					if f.File == file {
+						t.Logf("  %s", f)
+					}
+				}
+			}
+		})
+	}
+	for file := range have {
+		if _, ok := wantFindings[file]; !ok {
+			t.Errorf("findings in unexpected file %s: %v", file, have[file])
+		}
+	}
+}
+
+func TestAuditDeterministicAcrossWorkers(t *testing.T) {
+	one := auditFixtures(t, 1)
+	many := auditFixtures(t, 7)
+	if !reflect.DeepEqual(one.Findings, many.Findings) {
+		t.Errorf("findings differ between 1 and 7 workers")
+	}
+	if !sort.SliceIsSorted(one.Findings, func(a, b int) bool {
+		x, y := one.Findings[a], one.Findings[b]
+		if x.File != y.File {
+			return x.File < y.File
+		}
+		return x.Line < y.Line
+	}) {
+		t.Errorf("findings are not sorted by file and line")
+	}
+}
+
+func TestAuditFindingFields(t *testing.T) {
+	for _, f := range auditFixtures(t, 0).Findings {
+		r, ok := LookupRule(f.Rule)
+		switch {
+		case !ok:
+			t.Errorf("%s: unknown rule", f)
+		case f.Name != r.Name || f.Severity != r.Severity || f.Fix != r.Fix:
+			t.Errorf("%s: name/severity/fix do not match rule %s", f, r.ID)
+		case f.Message == "" || f.Statement == "" || len(f.Fingerprint) != 16 || f.Col < 1:
+			t.Errorf("%s: empty message, statement, fingerprint or column: %+v", f, f)
+		}
+	}
+}
+
+func TestAuditMissingPath(t *testing.T) {
+	_, err := Audit(context.Background(), Options{Root: fixtureTree, Paths: []string{"no/such/dir"}})
+	if err == nil || !strings.Contains(err.Error(), "no/such/dir") {
+		t.Errorf("have %v, want an error naming no/such/dir", err)
+	}
+	_, err = Audit(context.Background(), Options{Root: fixtureTree, Paths: []string{"../outside"}})
+	if err == nil || !strings.Contains(err.Error(), "inside it") {
+		t.Errorf("have %v, want an error about a path outside the tree", err)
+	}
+}
+
+func TestAuditCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Audit(ctx, Options{Root: fixtureTree}); err == nil {
+		t.Errorf("a cancelled audit returned no error")
+	}
+}
+
+// TestFingerprintSurvivesLineShift moves every finding down the file and expects the same
+// fingerprints; editing the statement must change the fingerprint.
+func TestFingerprintSurvivesLineShift(t *testing.T) {
+	const name = "aten/src/ATen/mps/Containers.mm"
+	src, err := os.ReadFile(filepath.Join(fixtureTree, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := AuditSources(map[string][]byte{name: src})
+	shifted := AuditSources(map[string][]byte{name: append([]byte("// one\n// two\n\n"), src...)})
+	if len(base) == 0 || len(base) != len(shifted) {
+		t.Fatalf("have %d and %d findings, want the same non-zero number", len(base), len(shifted))
+	}
+	for i := range base {
+		if shifted[i].Line != base[i].Line+3 {
+			t.Errorf("finding %d: line %d after the shift, want %d", i, shifted[i].Line, base[i].Line+3)
+		}
+		if shifted[i].Fingerprint != base[i].Fingerprint {
+			t.Errorf("finding %d (%s): fingerprint changed with a line shift", i, base[i])
+		}
+	}
+	edited := AuditSources(map[string][]byte{name: bytes.Replace(src, []byte("g_cache[key] = value;\n  g_cache.emplace"), []byte("g_cache[key + \"x\"] = value;\n  g_cache.emplace"), 1)})
+	if edited[0].Fingerprint == base[0].Fingerprint {
+		t.Errorf("fingerprint did not change when the statement changed")
+	}
+}
+
+func goldenResult(t *testing.T) (Result, *Baseline) {
+	t.Helper()
+	rep := auditFixtures(t, 0)
+	b, err := LoadBaseline("testdata/baseline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Apply(rep.Files, rep.Findings), b
+}
+
+func checkGolden(t *testing.T, name string, have []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, have, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(have, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\nhave:\n%s", path, have)
+	}
+}
+
+func TestGoldenOutputs(t *testing.T) {
+	res, b := goldenResult(t)
+	if len(res.Accepted) != 2 || len(res.Stale) != 1 {
+		t.Fatalf("baseline accepted %d findings and left %d stale entries, want 2 and 1", len(res.Accepted), len(res.Stale))
+	}
+	tests := []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"audit.txt", func(w *bytes.Buffer) error { return WriteText(w, res) }},
+		{"audit.json", func(w *bytes.Buffer) error { return WriteJSON(w, res) }},
+		{"audit.sarif", func(w *bytes.Buffer) error { return WriteSARIF(w, res, b.Reasons()) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tt.write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tt.name, buf.Bytes())
+		})
+	}
+}
+
+func TestTextFormat(t *testing.T) {
+	res, _ := goldenResult(t)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if want := 2*len(res.New) + 1; len(lines) != want {
+		t.Fatalf("have %d lines, want %d", len(lines), want)
+	}
+	for i, f := range res.New {
+		head := lines[2*i]
+		wantHead := f.File + ":" + itoa(f.Line) + ":" + itoa(f.Col) + ": " + f.Rule + " " + f.Name + ": " + f.Message
+		if head != wantHead {
+			t.Errorf("line %d:\nhave %q\nwant %q", 2*i+1, head, wantHead)
+		}
+		if !strings.HasPrefix(lines[2*i+1], "    fix: ") {
+			t.Errorf("line %d: have %q, want a fix hint", 2*i+2, lines[2*i+1])
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSARIFValid validates the SARIF log against the SARIF 2.1.0 JSON schema that
+// go-sarif embeds (through gojsonschema), then checks the parts GitHub code scanning needs.
+func TestSARIFValid(t *testing.T) {
+	res, b := goldenResult(t)
+	var buf bytes.Buffer
+	if err := WriteSARIF(&buf, res, b.Reasons()); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := sarif.FromBytes(buf.Bytes())
+	if err != nil {
+		t.Fatalf("parse own SARIF: %v", err)
+	}
+	if err := parsed.Validate(); err != nil {
+		t.Fatalf("SARIF does not validate against the 2.1.0 schema: %v", err)
+	}
+
+	var doc struct {
+		Schema  string `json:"$schema"`
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name  string `json:"name"`
+					Rules []struct {
+						ID string `json:"id"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID  string `json:"ruleId"`
+				Level   string `json:"level"`
+				Message struct {
+					Text string `json:"text"`
+				} `json:"message"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine   int `json:"startLine"`
+							StartColumn int `json:"startColumn"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+				Suppressions []struct {
+					Kind          string `json:"kind"`
+					Justification string `json:"justification"`
+				} `json:"suppressions"`
+				PartialFingerprints map[string]string `json:"partialFingerprints"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != "2.1.0" || !strings.Contains(doc.Schema, "sarif-schema-2.1.0") {
+		t.Errorf("version %q, $schema %q; want 2.1.0 and the 2.1.0 schema", doc.Version, doc.Schema)
+	}
+	if len(doc.Runs) != 1 {
+		t.Fatalf("have %d runs, want 1", len(doc.Runs))
+	}
+	run := doc.Runs[0]
+	if run.Tool.Driver.Name != ToolName {
+		t.Errorf("driver name %q, want %q", run.Tool.Driver.Name, ToolName)
+	}
+	if len(run.Tool.Driver.Rules) != len(Rules) {
+		t.Errorf("have %d rules, want %d", len(run.Tool.Driver.Rules), len(Rules))
+	}
+	if want := len(res.New) + len(res.Accepted); len(run.Results) != want {
+		t.Fatalf("have %d results, want %d", len(run.Results), want)
+	}
+	suppressed := 0
+	for i, r := range run.Results {
+		if _, ok := LookupRule(r.RuleID); !ok {
+			t.Errorf("result %d: ruleId %q is not a rule", i, r.RuleID)
+		}
+		switch r.Level {
+		case "error", "warning", "note":
+		default:
+			t.Errorf("result %d: level %q", i, r.Level)
+		}
+		if r.Message.Text == "" || len(r.Locations) != 1 {
+			t.Errorf("result %d: empty message or %d locations", i, len(r.Locations))
+			continue
+		}
+		pl := r.Locations[0].PhysicalLocation
+		if pl.ArtifactLocation.URI == "" || strings.HasPrefix(pl.ArtifactLocation.URI, "/") || pl.Region.StartLine < 1 || pl.Region.StartColumn < 1 {
+			t.Errorf("result %d: bad location %+v", i, pl)
+		}
+		if len(r.PartialFingerprints["mpspatchAudit/v1"]) != 16 {
+			t.Errorf("result %d: partial fingerprint %v", i, r.PartialFingerprints)
+		}
+		if len(r.Suppressions) > 0 {
+			suppressed++
+			if r.Suppressions[0].Kind != "external" || r.Suppressions[0].Justification == "" {
+				t.Errorf("result %d: suppression %+v, want kind external with the reason", i, r.Suppressions[0])
+			}
+		}
+	}
+	if suppressed != len(res.Accepted) {
+		t.Errorf("have %d suppressed results, want %d", suppressed, len(res.Accepted))
+	}
+}
