@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Point names one iteration of one worker.
@@ -65,12 +66,11 @@ type Fake struct {
 	assertions []string
 	live       atomic.Int64
 	pools      atomic.Int64
-	hang       chan struct{}
 }
 
 // NewFake returns a Fake injecting faults.
 func NewFake(faults FakeFaults) *Fake {
-	return &Fake{Faults: faults, hang: make(chan struct{})}
+	return &Fake{Faults: faults}
 }
 
 // Assertions returns the assertion messages so far.
@@ -273,7 +273,11 @@ func (c *fakeCB) execute(work []fakeDispatch) {
 	for _, d := range work {
 		if pt := f.Faults.HangAt; pt != nil && pt.Worker == int(d.params.Worker) && pt.Iteration == int(d.params.Iteration) {
 			c.q.exec.Unlock()
-			<-f.hang // never closed: this command buffer never completes
+			// Never complete. A sleeping goroutine, unlike one blocked on a channel,
+			// does not trip the runtime's deadlock detector: a GPU hang does not either.
+			for {
+				time.Sleep(time.Hour)
+			}
 		}
 		d.out.mu.Lock()
 		for i := uint32(0); i < d.params.Count; i++ {
