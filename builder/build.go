@@ -1,0 +1,345 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/run"
+)
+
+// DefaultArgs are the interpreter arguments that build and install PyTorch in place.
+var DefaultArgs = []string{"-m", "pip", "install", "-e", ".", "-v", "--no-build-isolation"}
+
+// Options say what to build and how.
+type Options struct {
+	// Tree is the PyTorch checkout (setup.py and aten/ at its top).
+	Tree string
+	// Python is the interpreter; empty means "python3".
+	Python string
+	// Args follow Python; nil means DefaultArgs.
+	Args []string
+	// Jobs sets MAX_JOBS; 0 leaves it to the PyTorch build.
+	Jobs int
+	// Env is added to the build's environment after the defaults (USE_MPS=1) and MAX_JOBS,
+	// so it overrides both.
+	Env map[string]string
+	// LogDir receives build-<timestamp>.log; relative paths are taken from Tree.
+	LogDir string
+
+	// SeriesHash and Patches describe the applied series for the provenance stamp.
+	SeriesHash string
+	Patches    []string
+	// ToolVersion is mpspatch's version, for the stamp.
+	ToolVersion string
+
+	// Reporter receives progress; nil means none.
+	Reporter Reporter
+
+	// BaseEnv is the environment the build starts from; nil means os.Environ().
+	BaseEnv []string
+	// GOOS is the platform rules to apply; empty means runtime.GOOS. Tests set it.
+	GOOS string
+	// Xcrun is the xcrun program used on darwin; empty means "xcrun".
+	Xcrun string
+	// Git reads the tree's HEAD for the stamp; nil means git from PATH.
+	Git *gitcli.Git
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) python() string {
+	if o.Python == "" {
+		return "python3"
+	}
+	return o.Python
+}
+
+func (o *Options) args() []string {
+	if o.Args == nil {
+		return DefaultArgs
+	}
+	return o.Args
+}
+
+func (o *Options) goos() string {
+	if o.GOOS == "" {
+		return runtime.GOOS
+	}
+	return o.GOOS
+}
+
+func (o *Options) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+// ErrNotPyTorch says the tree is not a PyTorch checkout.
+var ErrNotPyTorch = errors.New("not a PyTorch checkout")
+
+// EnvError says the machine cannot build: no interpreter, no pip, no macOS SDK.
+type EnvError struct {
+	What string // "python", "pip", "xcrun"
+	Err  error
+}
+
+func (e *EnvError) Error() string { return "build environment: " + e.Err.Error() }
+func (e *EnvError) Unwrap() error { return e.Err }
+
+// BuildError is a build that ran and failed.
+type BuildError struct {
+	Argv    []string
+	Result  run.Result
+	LogPath string
+	// FirstErrors quotes the first error lines of the output.
+	FirstErrors []string
+	// Last is the last progress seen ("failed at 1234/5678").
+	Last Event
+}
+
+func (e *BuildError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "build failed: %s %s: %s", filepath.Base(e.Argv[0]), strings.Join(e.Argv[1:], " "), e.Result)
+	if e.Last.Total > 0 {
+		fmt.Fprintf(&b, " at step %d/%d", e.Last.Done, e.Last.Total)
+	}
+	fmt.Fprintf(&b, "; full output in %s", e.LogPath)
+	if len(e.FirstErrors) > 0 {
+		b.WriteString("\nfirst errors:")
+		for _, l := range e.FirstErrors {
+			b.WriteString("\n  " + l)
+		}
+	}
+	return b.String()
+}
+
+// Environment is what Preflight found.
+type Environment struct {
+	// Python is the interpreter's sys.executable and PythonVersion its version.
+	Python        string
+	PythonVersion string
+	// SDK is `xcrun --show-sdk-path` on darwin.
+	SDK string
+	// Warnings are things the caller should tell the user.
+	Warnings []string
+}
+
+// pythonProbe prints the interpreter's path, version and whether pip is importable.
+const pythonProbe = `import importlib.util, platform, sys
+print(sys.executable)
+print(platform.python_version())
+print(importlib.util.find_spec("pip") is not None)`
+
+// Preflight checks that opts can build before anything long starts: the tree looks like
+// PyTorch, the interpreter runs (and has pip when the build uses it), and on darwin the
+// macOS SDK is there. On other platforms it warns that MPS cannot be built.
+func Preflight(ctx context.Context, opts Options) (Environment, error) {
+	var env Environment
+	for _, p := range []struct {
+		name string
+		dir  bool
+	}{{"setup.py", false}, {"aten", true}, {"torch", true}} {
+		fi, err := os.Stat(filepath.Join(opts.Tree, p.name))
+		if err != nil || fi.IsDir() != p.dir {
+			return env, fmt.Errorf("build preflight: %s: %w (want setup.py, aten/ and torch/ at its top; missing %s)", opts.Tree, ErrNotPyTorch, p.name)
+		}
+	}
+
+	out, err := run.Output(ctx, run.Cmd{
+		Argv: []string{opts.python(), "-c", pythonProbe}, Dir: opts.Tree,
+		Env: buildEnv(opts), Timeout: time.Minute,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return env, fmt.Errorf("build preflight: %w", ctx.Err())
+		}
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return env, &EnvError{What: "python", Err: fmt.Errorf("python interpreter %q not found (set [build] python or --python): %w", opts.python(), err)}
+		}
+		return env, &EnvError{What: "python", Err: fmt.Errorf("python interpreter %q does not run: %w", opts.python(), err)}
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 3 {
+		return env, &EnvError{What: "python", Err: fmt.Errorf("python interpreter %q: unexpected probe output %q", opts.python(), out)}
+	}
+	env.Python, env.PythonVersion = strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1])
+	if usesPip(opts.args()) && strings.TrimSpace(lines[2]) != "True" {
+		return env, &EnvError{What: "pip", Err: fmt.Errorf("python interpreter %s has no pip module (install pip for it, or set [build] python)", env.Python)}
+	}
+
+	if opts.goos() == "darwin" {
+		xcrun := opts.Xcrun
+		if xcrun == "" {
+			xcrun = "xcrun"
+		}
+		sdk, err := run.Output(ctx, run.Cmd{Argv: []string{xcrun, "--show-sdk-path"}, Env: buildEnv(opts), Timeout: time.Minute})
+		if err != nil {
+			if ctx.Err() != nil {
+				return env, fmt.Errorf("build preflight: %w", ctx.Err())
+			}
+			return env, &EnvError{What: "xcrun", Err: fmt.Errorf("no macOS SDK (`xcrun --show-sdk-path` failed; install Xcode or its command line tools): %w", err)}
+		}
+		env.SDK = strings.TrimSpace(string(sdk))
+	} else {
+		env.Warnings = append(env.Warnings, fmt.Sprintf("building on %s: MPS is Apple-only, so this build has no MPS backend and the patched code is not compiled", opts.goos()))
+	}
+	return env, nil
+}
+
+func usesPip(args []string) bool {
+	return len(args) >= 2 && args[0] == "-m" && args[1] == "pip"
+}
+
+// buildEnv is the base environment plus USE_MPS=1, MAX_JOBS and opts.Env, later entries
+// replacing earlier ones of the same name.
+func buildEnv(opts Options) []string {
+	base := opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	set := map[string]string{}
+	var order []string
+	put := func(k, v string) {
+		if _, ok := set[k]; !ok {
+			order = append(order, k)
+		}
+		set[k] = v
+	}
+	for _, kv := range base {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
+	}
+	for k, v := range buildVars(opts) {
+		put(k, v)
+	}
+	env := make([]string, 0, len(order))
+	for _, k := range order {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+// buildVars are the variables mpspatch itself sets, as recorded in the stamp.
+func buildVars(opts Options) map[string]string {
+	vars := map[string]string{"USE_MPS": "1"}
+	if opts.Jobs > 0 {
+		vars["MAX_JOBS"] = strconv.Itoa(opts.Jobs)
+	}
+	for k, v := range opts.Env {
+		vars[k] = v
+	}
+	return vars
+}
+
+// Result is a successful build.
+type Result struct {
+	LogPath    string
+	StampPath  string
+	Duration   time.Duration
+	Env        Environment
+	Provenance Provenance
+	// Warnings come from preflight and from writing the stamp.
+	Warnings []string
+}
+
+// Build runs preflight, then the build with its full output in
+// <LogDir>/build-<timestamp>.log, then writes the provenance stamp. A failed build is a
+// *BuildError naming the log and quoting the first errors.
+func Build(ctx context.Context, opts Options) (*Result, error) {
+	tr := NewTracker(opts.Reporter, opts.Now)
+	env, err := Preflight(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Env: env, Warnings: slices.Clone(env.Warnings)}
+
+	logDir := opts.LogDir
+	if logDir == "" {
+		logDir = filepath.Join(".mpspatch", "logs")
+	}
+	if !filepath.IsAbs(logDir) {
+		logDir = filepath.Join(opts.Tree, logDir)
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("build: create log directory: %w", err)
+	}
+	started := opts.now()
+	res.LogPath = logPath(logDir, "build", started)
+
+	argv := append([]string{opts.python()}, opts.args()...)
+	outW, errW := &lineWriter{t: tr}, &lineWriter{t: tr}
+	_, err = run.Run(ctx, run.Cmd{
+		Argv: argv, Dir: opts.Tree, Env: buildEnv(opts),
+		Stdout: outW, Stderr: errW, LogPath: res.LogPath,
+	})
+	outW.flush()
+	errW.flush()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("build interrupted (log: %s): %w", res.LogPath, ctx.Err())
+		}
+		var ee *run.ExitError
+		if errors.As(err, &ee) {
+			return nil, &BuildError{Argv: argv, Result: ee.Result, LogPath: res.LogPath, FirstErrors: tr.FirstErrors(maxQuoted), Last: tr.Last()}
+		}
+		return nil, fmt.Errorf("build: start %s (log: %s): %w", argv[0], res.LogPath, err)
+	}
+	tr.Finish()
+	finished := opts.now()
+	res.Duration = finished.Sub(started)
+
+	p := Provenance{
+		Schema: ProvenanceSchema, Tool: "mpspatch", ToolVersion: opts.ToolVersion,
+		SeriesHash: opts.SeriesHash, Patches: slices.Clone(opts.Patches),
+		BuiltAt: finished.UTC().Truncate(time.Second), BuildSeconds: res.Duration.Round(time.Millisecond).Seconds(),
+		Python: env.Python, PythonVersion: env.PythonVersion,
+		Platform: opts.goos() + "/" + runtime.GOARCH, SDK: env.SDK,
+		Env: buildVars(opts), Log: res.LogPath,
+	}
+	if p.Patches == nil {
+		p.Patches = []string{}
+	}
+	if _, err := os.Stat(filepath.Join(opts.Tree, ".git")); err == nil {
+		g := opts.Git
+		if g == nil {
+			g = &gitcli.Git{}
+		}
+		sha, err := g.HeadCommit(ctx, opts.Tree)
+		if err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("provenance: upstream commit unknown: %v", err))
+		}
+		p.UpstreamCommit = sha
+	} else {
+		res.Warnings = append(res.Warnings, "provenance: the tree has no .git, so the upstream commit is not recorded")
+	}
+	res.Provenance = p
+	res.StampPath, err = WriteProvenance(opts.Tree, p)
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// logPath is dir/<kind>-<UTC timestamp>.log, with a counter added if that name is taken.
+func logPath(dir, kind string, t time.Time) string {
+	stamp := t.UTC().Format("20060102T150405Z")
+	p := filepath.Join(dir, kind+"-"+stamp+".log")
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+		p = filepath.Join(dir, fmt.Sprintf("%s-%s-%d.log", kind, stamp, i))
+	}
+}

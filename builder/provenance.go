@@ -1,0 +1,118 @@
+package builder
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ProvenanceSchema is the version of the stamp's JSON layout. Readers refuse a newer one.
+const ProvenanceSchema = 1
+
+// ProvenanceFile is where the stamp lives, relative to the tree: inside the torch package,
+// so `import torch; os.path.dirname(torch.__file__)` finds it from Python.
+const ProvenanceFile = "torch/mpspatch_provenance.json"
+
+// Provenance records what a build was made from. The verify suites read it to tell
+// which series a torch carries.
+type Provenance struct {
+	Schema int `json:"schema"`
+	// Tool is always "mpspatch"; ToolVersion is its version.
+	Tool        string `json:"tool"`
+	ToolVersion string `json:"mpspatch_version"`
+	// UpstreamCommit is the tree's HEAD (the PyTorch commit patched); empty without .git.
+	UpstreamCommit string `json:"upstream_commit"`
+	// SeriesHash identifies the series (mpspatch version prints the same hash).
+	SeriesHash string `json:"series_hash"`
+	// Patches are the applied patch file names, in series order.
+	Patches []string `json:"patches"`
+	// BuiltAt is when the build finished (UTC, whole seconds); BuildSeconds how long it took.
+	BuiltAt      time.Time `json:"built_at"`
+	BuildSeconds float64   `json:"build_seconds"`
+	// Python is the interpreter's sys.executable; PythonVersion its version.
+	Python        string `json:"python"`
+	PythonVersion string `json:"python_version"`
+	// Platform is GOOS/GOARCH of the build machine; SDK the macOS SDK path on darwin.
+	Platform string `json:"platform"`
+	SDK      string `json:"sdk,omitempty"`
+	// Env holds the variables mpspatch set for the build (USE_MPS, MAX_JOBS, [build] env, --env).
+	Env map[string]string `json:"env"`
+	// Log is the build log.
+	Log string `json:"log"`
+}
+
+// WriteProvenance writes p to tree/ProvenanceFile atomically: a temporary file in the
+// same directory, synced, then renamed over the old stamp, so a reader sees the old
+// stamp or the new one and never half of one. It returns the stamp's path.
+func WriteProvenance(tree string, p Provenance) (string, error) {
+	path := filepath.Join(tree, ProvenanceFile)
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("write provenance %s: %w", path, err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".mpspatch_provenance-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("write provenance %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) (string, error) {
+		f.Close()
+		os.Remove(tmp)
+		return "", fmt.Errorf("write provenance %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write provenance %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// ErrNoProvenance says the tree has no stamp (it was not built by mpspatch).
+var ErrNoProvenance = errors.New("no provenance stamp")
+
+// ReadProvenance reads tree/ProvenanceFile.
+func ReadProvenance(tree string) (Provenance, error) {
+	path := filepath.Join(tree, ProvenanceFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Provenance{}, fmt.Errorf("read provenance %s: %w", path, ErrNoProvenance)
+	}
+	if err != nil {
+		return Provenance{}, fmt.Errorf("read provenance: %w", err)
+	}
+	return ParseProvenance(path, data)
+}
+
+// ParseProvenance decodes a stamp; name is used in errors.
+func ParseProvenance(name string, data []byte) (Provenance, error) {
+	var p Provenance
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&p); err != nil {
+		return Provenance{}, fmt.Errorf("read provenance %s: %w", name, err)
+	}
+	if p.Tool != "mpspatch" {
+		return Provenance{}, fmt.Errorf("read provenance %s: tool is %q, want \"mpspatch\"", name, p.Tool)
+	}
+	if p.Schema < 1 || p.Schema > ProvenanceSchema {
+		return Provenance{}, fmt.Errorf("read provenance %s: schema %d, this mpspatch reads 1..%d", name, p.Schema, ProvenanceSchema)
+	}
+	return p, nil
+}

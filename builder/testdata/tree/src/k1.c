@@ -1,0 +1,1 @@
+int k1(int x) { return x + 1; }

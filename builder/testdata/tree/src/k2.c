@@ -1,0 +1,1 @@
+int k2(int x) { return x + 2; }

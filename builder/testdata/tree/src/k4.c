@@ -1,0 +1,1 @@
+int k4(int x) { return x + 4; }

@@ -1,0 +1,1 @@
+int k5(int x) { return x + 5; }

@@ -1,0 +1,1 @@
+int k6(int x) { return x + 6; }
