@@ -45,6 +45,7 @@ type Patches struct {
 // Build holds the settings of `mpspatch build`.
 type Build struct {
 	Python string            `toml:"python"`
+	Args   []string          `toml:"args"`
 	Jobs   int               `toml:"jobs"`
 	Env    map[string]string `toml:"env"`
 	LogDir string            `toml:"log_dir"`
@@ -198,6 +199,9 @@ func (c Config) validate(name string) error {
 		if n < 1 || n > 256 {
 			return &Error{File: name, Key: "verify.threads", Msg: fmt.Sprintf("thread count %d out of range 1..256", n)}
 		}
+	}
+	if len(c.Build.Args) == 0 {
+		return &Error{File: name, Key: "build.args", Msg: "must not be empty (the default is [\"-m\", \"pip\", \"install\", \"-e\", \".\", \"-v\", \"--no-build-isolation\"])"}
 	}
 	if c.Build.Jobs < 0 {
 		return &Error{File: name, Key: "build.jobs", Msg: "must not be negative"}

@@ -41,6 +41,12 @@ func TestParse(t *testing.T) {
 		{name: "bad profile", in: "[verify]\nprofile = \"slow\"\n", wantErr: "verify.profile"},
 		{name: "bad threads", in: "[verify]\nthreads = [0]\n", wantErr: "verify.threads"},
 		{name: "syntax", in: "[verify\n", wantErr: "cfg.toml:1"},
+		{name: "empty build args", in: "[build]\nargs = []\n", wantErr: "build.args: must not be empty"},
+		{name: "custom build args", in: "[build]\nargs = [\"setup.py\", \"develop\"]\n", check: func(t *testing.T, c Config) {
+			if len(c.Build.Args) != 2 || c.Build.Args[0] != "setup.py" {
+				t.Errorf("args: have %q", c.Build.Args)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
