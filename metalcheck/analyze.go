@@ -108,7 +108,12 @@ type fileModel struct {
 	decls      []Decl
 }
 
+// tb returns the bytes of code token i; nil when i is out of range, so that look-behind
+// and look-ahead at the edges of malformed input never panic.
 func (m *fileModel) tb(i int32) []byte {
+	if i < 0 || int(i) >= len(m.code) {
+		return nil
+	}
 	t := m.code[i]
 	return m.src[t.Off:t.End]
 }

@@ -122,7 +122,7 @@ func ParseIntent(s string) (Intent, error) {
 	default:
 		subject, rest, _ = strings.Cut(rest, " ")
 		rest = strings.TrimLeft(rest, " \t")
-		if subject == "" {
+		if subject == "" || subject == "in" {
 			return fail("missing %s", map[IntentKind]string{IntentThreadLocal: "SYMBOL", IntentGuarded: "SYMBOL", IntentNoFinding: "RULE"}[in.Kind])
 		}
 	}
@@ -149,6 +149,9 @@ func ParseIntent(s string) (Intent, error) {
 		var lock string
 		lock, rest, _ = strings.Cut(rest, " ")
 		rest = strings.TrimLeft(rest, " \t")
+		if lock == "" || lock == "in" {
+			return fail("missing LOCK after \"by\"")
+		}
 		if !symbolRE.MatchString(lock) {
 			return fail("lock %q is not a C++ name", lock)
 		}
