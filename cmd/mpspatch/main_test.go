@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -43,8 +46,9 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup:               isolateGit,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   cmdExits,
-			"treesum": cmdTreesum,
+			"exits":     cmdExits,
+			"treesum":   cmdTreesum,
+			"validjson": cmdValidJSON,
 		},
 	})
 }
@@ -176,5 +180,34 @@ func cmdTreesum(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	if err != nil {
 		ts.Fatalf("treesum %s: %v", args[0], err)
+	}
+}
+
+// cmdValidJSON asserts that FILE ("stdout" for the last command's output) holds exactly
+// one JSON value and nothing else: --json output must be machine-readable as a whole.
+//
+//	exec mpspatch status --json --tree up
+//	validjson stdout
+func cmdValidJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: validjson FILE")
+	}
+	data := ts.ReadFile(args[0])
+	dec := json.NewDecoder(strings.NewReader(data))
+	var v any
+	err := dec.Decode(&v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = fmt.Errorf("trailing data after the JSON value: %v", terr)
+		}
+	}
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s is not one JSON value: %v", args[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s is valid JSON, want it not to be", args[0])
 	}
 }
