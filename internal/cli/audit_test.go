@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const auditTree = "../../metalcheck/testdata/tree"
+
+func TestAuditCommand(t *testing.T) {
+	dir := t.TempDir()
+	todo := filepath.Join(dir, "todo.toml")
+	// --write-baseline writes every finding with a placeholder reason and exits 0.
+	if code, _, stderr := runMain(t, "audit", "--tree", auditTree, "--write-baseline", todo); code != ExitOK {
+		t.Fatalf("--write-baseline: exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(todo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filled := filepath.Join(dir, "filled.toml")
+	if err := os.WriteFile(filled, []byte(strings.ReplaceAll(string(data), "TODO: explain", "accepted in this test")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "mpspatch.toml")
+	if err := os.WriteFile(cfg, []byte("[audit]\nbaseline = \"filled.toml\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"findings fail", []string{"audit", "--tree", auditTree}, ExitCheckFailed,
+			"aten/src/ATen/mps/Stream.mm:7:3: MPS003 unlocked-lazy-init: member Stream::_commandBuffer", ""},
+		{"one path", []string{"audit", "--tree", auditTree, "aten/src/ATen/native/mps/Disabled.mm"}, ExitCheckFailed,
+			"1 files, 5 new findings", ""},
+		{"clean file", []string{"audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h"}, ExitOK, "1 files, 0 new findings", ""},
+		{"todo baseline rejected", []string{"audit", "--tree", auditTree, "--baseline", todo}, ExitUsage,
+			"", "todo.toml:7: finding 1: reason is \"TODO: explain\""},
+		{"filled baseline", []string{"audit", "--tree", auditTree, "--baseline", filled}, ExitOK, "0 new findings, 27 accepted", ""},
+		{"baseline from config", []string{"--config", cfg, "audit", "--tree", auditTree}, ExitOK, "27 accepted", ""},
+		{"missing baseline", []string{"audit", "--tree", auditTree, "--baseline", filepath.Join(dir, "none.toml")}, ExitUsage, "", "read baseline"},
+		{"bad format", []string{"audit", "--tree", auditTree, "--format", "xml"}, ExitUsage, "", `--format "xml"`},
+		{"baseline and write-baseline", []string{"audit", "--tree", auditTree, "--baseline", filled, "--write-baseline", todo}, ExitUsage, "", "do not go together"},
+		{"missing tree", []string{"audit", "--tree", filepath.Join(dir, "nope")}, ExitUsage, "", "not a directory"},
+		{"missing path", []string{"audit", "--tree", auditTree, "aten/nope"}, ExitUsage, "", "aten/nope"},
+		{"sarif", []string{"audit", "--tree", auditTree, "--format", "sarif"}, ExitCheckFailed, `"version": "2.1.0"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runMain(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit: have %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+func TestAuditCommandJSON(t *testing.T) {
+	code, stdout, stderr := runMain(t, "--json", "audit", "--tree", auditTree)
+	if code != ExitCheckFailed {
+		t.Fatalf("exit %d, want %d: %s", code, ExitCheckFailed, stderr)
+	}
+	var res struct {
+		Files int `json:"files"`
+		New   []struct {
+			Rule        string `json:"rule"`
+			File        string `json:"file"`
+			Line        int    `json:"line"`
+			Fingerprint string `json:"fingerprint"`
+		} `json:"new"`
+		Accepted []any `json:"accepted"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if res.Files != 8 || len(res.New) != 27 || res.Accepted == nil {
+		t.Errorf("have %d files, %d new, accepted %v; want 8, 27, []", res.Files, len(res.New), res.Accepted)
+	}
+	for _, f := range res.New {
+		if f.Rule == "" || f.File == "" || f.Line < 1 || len(f.Fingerprint) != 16 {
+			t.Errorf("incomplete finding %+v", f)
+		}
+	}
+}
