@@ -88,6 +88,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newGenDocsCmd(d),
 		newVerifyCmd(d),
 		newAuditCmd(d),
+		newProbeCmd(d),
 	)
 	return root
 }

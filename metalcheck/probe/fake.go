@@ -3,6 +3,8 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -49,6 +51,9 @@ type AssertionError struct{ Msg string }
 
 func (e *AssertionError) Error() string { return e.Msg }
 
+// errFakeAbort is what the Fake panics with after writing an assertion message.
+var errFakeAbort = errors.New("fake backend: aborting after a failed assertion")
+
 // Fake is an in-memory Backend for tests and for running the probe's machinery where there
 // is no Metal. Its "GPU" runs each committed command buffer on a goroutine, one at a time
 // per queue, writes the kernel's values (KernelSource) into the buffers, then calls the
@@ -58,9 +63,11 @@ func (e *AssertionError) Error() string { return e.Msg }
 type Fake struct {
 	Faults FakeFaults
 	// OnAssertion, when set, sees each assertion message, and the call that breached the
-	// rule returns an *AssertionError. When nil the Fake panics with the message, ending
-	// the process the way a Metal assertion does.
+	// rule returns an *AssertionError. When nil the Fake writes the message on Stderr and
+	// panics, ending the process the way a Metal assertion does.
 	OnAssertion func(msg string)
+	// Stderr receives assertion messages when OnAssertion is nil; nil means os.Stderr.
+	Stderr io.Writer
 
 	mu         sync.Mutex
 	assertions []string
@@ -92,7 +99,12 @@ func (f *Fake) assert(msg string) error {
 	on := f.OnAssertion
 	f.mu.Unlock()
 	if on == nil {
-		panic(msg)
+		w := f.Stderr
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintln(w, msg)
+		panic(errFakeAbort)
 	}
 	on(msg)
 	return &AssertionError{Msg: msg}

@@ -63,7 +63,7 @@ func (s Scenario) Name() string {
 	case KindInfo:
 		return "device info"
 	case KindStress:
-		return fmt.Sprintf("%d threads x %d iterations, %s queues", s.Threads, s.Iterations, s.Queues)
+		return fmt.Sprintf("%s x %s, %s queues", plural(s.Threads, "thread"), plural(s.Iterations, "iteration"), s.Queues)
 	case KindSharedCommandBuffer:
 		return fmt.Sprintf("control: %d threads share one command buffer", s.Threads)
 	case KindHandlerAfterCommit:
@@ -201,4 +201,11 @@ func Matrix(threads []int, iterations int, queues QueueMode, controls bool) ([]S
 		)
 	}
 	return out, nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

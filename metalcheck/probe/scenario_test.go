@@ -63,7 +63,7 @@ func TestMatrix(t *testing.T) {
 		}
 	}
 	want := []string{
-		"1 threads x 10 iterations, shared queues",
+		"1 thread x 10 iterations, shared queues",
 		"2 threads x 10 iterations, shared queues",
 		"8 threads x 10 iterations, shared queues",
 		"control: 4 threads share one command buffer",

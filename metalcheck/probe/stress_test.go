@@ -240,14 +240,18 @@ func TestFakeEnforcesOrdering(t *testing.T) {
 }
 
 func TestFakeAssertionPanicsByDefault(t *testing.T) {
+	var stderr bytes.Buffer
 	f := NewFake(FakeFaults{})
+	f.Stderr = &stderr
 	q, _ := f.NewQueue()
 	cb, _ := q.CommandBuffer()
 	_ = cb.Commit()
 	defer func() {
-		msg, _ := recover().(string)
-		if !strings.Contains(msg, "failed assertion `Completed handler provided after commit call'") {
-			t.Errorf("have panic %q, want the assertion message", msg)
+		if r := recover(); r != errFakeAbort {
+			t.Errorf("have panic %v, want %v", r, errFakeAbort)
+		}
+		if want := "-[FakeCommandBuffer addCompletedHandler:]: failed assertion `Completed handler provided after commit call'\n"; stderr.String() != want {
+			t.Errorf("have stderr %q, want %q", stderr.String(), want)
 		}
 	}()
 	_ = cb.AddCompletedHandler(func() {})
