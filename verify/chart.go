@@ -30,11 +30,12 @@ type metric struct {
 	title, ylabel string
 	value         func(ScalingRow) float64
 	batched       bool // also draw the batched rows (same total work in one call)
+	legendTop     bool // where the curves are not: throughput rises, efficiency falls
 }
 
 var chartMetrics = []metric{
-	{"Throughput against threads", "forwards / s", func(s ScalingRow) float64 { return s.FPS }, true},
-	{"Efficiency T(n) / (n·T(1))", "efficiency", func(s ScalingRow) float64 { return s.Efficiency }, false},
+	{"Throughput against threads", "forwards / s", func(s ScalingRow) float64 { return s.FPS }, true, true},
+	{"Efficiency T(n) / (n·T(1))", "efficiency", func(s ScalingRow) float64 { return s.Efficiency }, false, false},
 }
 
 // ScalingCharts renders one inline SVG per metric (throughput, efficiency), each with a curve
@@ -64,7 +65,7 @@ func scalingChart(rows []ScalingRow, m metric) ([]byte, error) {
 	p.X.Label.Text = "threads"
 	p.Y.Label.Text = m.ylabel
 	p.Y.Min = 0
-	p.Legend.Top = true
+	p.Legend.Top = m.legendTop
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 

@@ -116,6 +116,10 @@ func Run(ctx context.Context, opts Options, obs Observer) error {
 		}
 	}
 	if opts.Scaling {
+		if _, err := os.Stat(filepath.Join(opts.SuitesDir, BenchScript)); err != nil {
+			obs.Notice(opts.Target, BenchScript+" is not among the suites; no scaling benchmark")
+			return nil
+		}
 		if err := r.runBench(ctx); err != nil {
 			return err
 		}
@@ -138,6 +142,7 @@ type procResult struct {
 	started  int
 	hung     bool // killed by the runner for reporting nothing within Timeout
 	stderr   string
+	stdout   string // pytest's report: collection errors land here, not on stderr
 	log      string
 	finished time.Time
 }
@@ -196,7 +201,7 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 			default:
 				res.Outcome = Crash
 				res.Death = death.String()
-				res.Signatures = MatchSignatures(pr.stderr)
+				res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
 				res.Message = crashMessage(death, pr.stderr)
 			}
 			r.result(res)
@@ -226,15 +231,15 @@ func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death D
 	switch {
 	case pr.hung:
 		res.Outcome = Timeout
-		res.Message = fmt.Sprintf("no progress for %s outside any test (collection or teardown hung); process group killed", r.opts.Timeout)
+		res.Message = fmt.Sprintf("no progress for %s outside any test (collection or teardown hung); process group killed", r.limit(false))
 	case !pytestFinished(pr.res):
 		res.Outcome = Error
 		if death.Signal != "" {
 			res.Outcome = Crash
 		}
 		res.Death = death.String()
-		res.Signatures = MatchSignatures(pr.stderr)
-		res.Message = "suite process failed outside any test (" + death.String() + "): " + lastLines(pr.stderr, 3)
+		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+		res.Message = "suite process failed outside any test (" + death.String() + "): " + pytestError(pr)
 	case pr.res.ExitCode == 5 && attempt == 1 && pr.started == 0:
 		res.Outcome = Error
 		res.Message = "no tests collected"
@@ -260,7 +265,7 @@ func (r *runner) runBench(ctx context.Context) error {
 	switch {
 	case pr.hung:
 		res.Outcome = Timeout
-		res.Message = fmt.Sprintf("no benchmark row for %s; process group killed", r.opts.Timeout)
+		res.Message = fmt.Sprintf("no benchmark row for %s; process group killed", r.limit(false))
 	case death.Signal != "":
 		res.Outcome = Crash
 		res.Death = death.String()
@@ -268,10 +273,10 @@ func (r *runner) runBench(ctx context.Context) error {
 	case pr.res.ExitCode != 0:
 		res.Outcome = Error
 		res.Death = death.String()
-		res.Message = "benchmark failed (" + death.String() + "): " + lastLines(pr.stderr, 3)
+		res.Message = "benchmark failed (" + death.String() + "): " + pytestError(pr)
 	}
 	if res.Outcome != Pass {
-		res.Signatures = MatchSignatures(pr.stderr)
+		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
 	}
 	r.result(res)
 	return nil
@@ -307,11 +312,12 @@ func (r *runner) runProcess(ctx context.Context, file string, argv []string, rep
 		"PYTHONFAULTHANDLER=1",
 	)
 	stderr := &tailBuffer{max: 256 << 10}
+	stdout := &tailBuffer{max: 64 << 10}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p, err := run.Start(pctx, run.Cmd{
 		Argv: argv, Dir: r.opts.SuitesDir, Env: env,
-		Stderr: stderr, LogPath: logPath, KillGrace: r.opts.KillGrace,
+		Stdout: stdout, Stderr: stderr, LogPath: logPath, KillGrace: r.opts.KillGrace,
 	})
 	if err != nil {
 		return procResult{}, fmt.Errorf("verify %s: %w", file, err)
@@ -353,6 +359,7 @@ func (r *runner) runProcess(ctx context.Context, file string, argv []string, rep
 			}
 			pr.res = w.res
 			pr.stderr = stderr.String()
+			pr.stdout = stdout.String()
 			if ctx.Err() != nil {
 				return pr, ctx.Err()
 			}
@@ -361,13 +368,26 @@ func (r *runner) runProcess(ctx context.Context, file string, argv []string, rep
 			if drain() {
 				last = time.Now()
 			}
-			if r.opts.Timeout > 0 && !pr.hung && time.Since(last) > r.opts.Timeout {
+			if r.opts.Timeout > 0 && !pr.hung && time.Since(last) > r.limit(len(pr.open) > 0) {
 				pr.hung = true
 				cancel() // run kills the whole process group: SIGTERM, then SIGKILL
 			}
 		}
 	}
 }
+
+// limit is how long a process may stay silent. Inside a test it is the per-test timeout;
+// outside one (interpreter start, torch import, collection, the benchmark between rows) it is
+// at least outsideTestLimit, so a slow import on a loaded machine is not taken for a hang.
+func (r *runner) limit(inTest bool) time.Duration {
+	if inTest {
+		return r.opts.Timeout
+	}
+	return max(r.opts.Timeout, outsideTestLimit)
+}
+
+// outsideTestLimit bounds the silence of a suite process outside any test.
+const outsideTestLimit = 2 * time.Minute
 
 func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
 	switch e.Event {
@@ -473,6 +493,20 @@ func tellingLine(stderr string) string {
 		return l
 	}
 	return ""
+}
+
+// pytestError picks the line that says why pytest stopped: its first "E   " line (the
+// exception of a collection error), else the last lines of stderr, else of stdout.
+func pytestError(pr procResult) string {
+	for _, l := range strings.Split(pr.stdout, "\n") {
+		if strings.HasPrefix(l, "E   ") {
+			return strings.TrimSpace(l[1:])
+		}
+	}
+	if s := lastLines(pr.stderr, 3); s != "" {
+		return s
+	}
+	return lastLines(pr.stdout, 3)
 }
 
 func joinInts(v []int) string {
