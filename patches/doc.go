@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds series and every *.patch file of this directory.
 //
-//go:embed series
+//go:embed series *.patch
 var FS embed.FS
