@@ -1,6 +1,11 @@
 package probe
 
 import (
+	// crypto/x509 makes the binary link CoreFoundation at load time (through
+	// crypto/x509/internal/macos), so CoreFoundation has registered the block classes
+	// before purego's objc package, in its init, looks up __NSMallocBlock__ for the blocks
+	// it builds. Loading Foundation later, in loadMetal, would be too late for that.
+	_ "crypto/x509"
 	"errors"
 	"fmt"
 	"runtime"
