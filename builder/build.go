@@ -243,6 +243,12 @@ func buildVars(opts Options) map[string]string {
 	return vars
 }
 
+// Warner is an optional interface of a Reporter: Build calls Warn with each warning as it
+// arises (before an hour-long build, not after), besides listing it in Result.Warnings.
+type Warner interface {
+	Warn(msg string)
+}
+
 // Result is a successful build.
 type Result struct {
 	LogPath    string
@@ -263,7 +269,16 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Env: env, Warnings: slices.Clone(env.Warnings)}
+	res := &Result{Env: env}
+	warn := func(msg string) {
+		res.Warnings = append(res.Warnings, msg)
+		if w, ok := opts.Reporter.(Warner); ok {
+			w.Warn(msg)
+		}
+	}
+	for _, w := range env.Warnings {
+		warn(w)
+	}
 
 	logDir := opts.LogDir
 	if logDir == "" {
@@ -318,11 +333,11 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		}
 		sha, err := g.HeadCommit(ctx, opts.Tree)
 		if err != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("provenance: upstream commit unknown: %v", err))
+			warn(fmt.Sprintf("provenance: upstream commit unknown: %v", err))
 		}
 		p.UpstreamCommit = sha
 	} else {
-		res.Warnings = append(res.Warnings, "provenance: the tree has no .git, so the upstream commit is not recorded")
+		warn("provenance: the tree has no .git, so the upstream commit is not recorded")
 	}
 	res.Provenance = p
 	res.StampPath, err = WriteProvenance(opts.Tree, p)

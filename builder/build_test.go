@@ -261,9 +261,32 @@ func equalProvenance(a, b Provenance) bool {
 	return string(ja) == string(jb)
 }
 
+// warnRecorder is a Reporter that also takes warnings as they arise.
+type warnRecorder struct {
+	recorder
+	warnings []string
+	// compileBeforeWarn counts compile events seen before the first warning.
+	compileBeforeWarn int
+}
+
+func (w *warnRecorder) Warn(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.warnings) == 0 {
+		for _, e := range w.events {
+			if e.Phase == PhaseCompile {
+				w.compileBeforeWarn++
+			}
+		}
+	}
+	w.warnings = append(w.warnings, msg)
+}
+
 func TestBuildWithoutGit(t *testing.T) {
 	tree := copyTree(t)
 	opts, _ := fakeOptions(t, tree, "ok")
+	rec := &warnRecorder{}
+	opts.Reporter = rec
 	res, err := Build(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +296,13 @@ func TestBuildWithoutGit(t *testing.T) {
 	}
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "no .git") }) {
 		t.Errorf("warnings = %q, want one about the missing .git", res.Warnings)
+	}
+	// The Warner saw the same warnings, the platform one before the build started.
+	if !slices.Equal(rec.warnings, res.Warnings) {
+		t.Errorf("Warn calls %q, want %q", rec.warnings, res.Warnings)
+	}
+	if rec.compileBeforeWarn != 0 {
+		t.Errorf("the first warning came after %d compile events, want before the build", rec.compileBeforeWarn)
 	}
 }
 

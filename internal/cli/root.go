@@ -89,6 +89,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newVerifyCmd(d),
 		newAuditCmd(d),
 		newProbeCmd(d),
+		newCloneCmd(d),
+		newBuildCmd(d),
 	)
 	return root
 }

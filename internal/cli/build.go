@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/builder"
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+type buildOptions struct {
+	treeOptions
+	python string
+	jobs   int
+	env    []string
+}
+
+func newBuildCmd(d *deps) *cobra.Command {
+	opts := &buildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build and install PyTorch from a patched tree",
+		Long: `Build PyTorch in the tree with the configured interpreter, by default
+` + "`python -m pip install -e . -v --no-build-isolation`" + ` ([build] python and args), with
+USE_MPS=1, MAX_JOBS from --jobs, and the environment from [build] env and --env.
+
+Before the build: the tree must look like PyTorch (setup.py, aten/, torch/; else exit 2),
+the interpreter must run and have pip (else exit 5), and on macOS ` + "`xcrun --show-sdk-path`" + `
+must find an SDK (else exit 5). On Linux the build goes on with a warning: MPS is
+Apple-only, so the patched code is not compiled there.
+
+Progress (ninja's [done/total], percent, ETA) goes to stderr: one redrawn line on a
+terminal, a plain line per 5% otherwise. The whole output goes to
+<log_dir>/build-<timestamp>.log in the tree. A failed build (exit 4) names that log and
+quotes the first compiler errors.
+
+After a successful build, <tree>/torch/mpspatch_provenance.json records the mpspatch
+version, the upstream commit (the tree's HEAD), the series hash and applied patches,
+the build time, python and platform; verify reads it.`,
+		Example: `  mpspatch build --tree ~/src/pytorch --jobs 10
+  mpspatch build --tree . --python ~/venvs/torch/bin/python --env USE_CUDA=0 --env BUILD_TEST=0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("jobs") {
+				opts.jobs = -1
+			}
+			return runBuild(cmd.Context(), d, opts)
+		},
+	}
+	addTreeFlags(cmd, &opts.treeOptions)
+	f := cmd.Flags()
+	f.StringVar(&opts.python, "python", "", "interpreter that builds PyTorch (default: config build.python)")
+	f.IntVarP(&opts.jobs, "jobs", "j", 0, "parallel compile jobs, sets MAX_JOBS (default: config build.jobs; 0 lets PyTorch decide)")
+	f.StringArrayVar(&opts.env, "env", nil, "`KEY=VALUE` added to the build environment (repeatable; overrides config build.env)")
+	return cmd
+}
+
+// buildReport is the result of `mpspatch build`.
+type buildReport struct {
+	Tree       string             `json:"tree"`
+	Log        string             `json:"log"`
+	Stamp      string             `json:"stamp"`
+	Seconds    float64            `json:"seconds"`
+	Provenance builder.Provenance `json:"provenance"`
+	Warnings   []string           `json:"warnings"`
+}
+
+func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
+	p := d.printer()
+	cfg, err := d.config()
+	if err != nil {
+		return err
+	}
+	env := maps.Clone(cfg.Build.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, kv := range opts.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return usageErrorf("--env %q: want KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	jobs := opts.jobs
+	if jobs < 0 {
+		jobs = cfg.Build.Jobs
+	}
+	python := opts.python
+	if python == "" {
+		python = cfg.Build.Python
+	}
+	if fi, err := os.Stat(opts.tree); err != nil || !fi.IsDir() {
+		return usageErrorf("tree %s: %v", opts.tree, errOr(err, errors.New("not a directory")))
+	}
+	tree, err := filepath.Abs(opts.tree)
+	if err != nil {
+		return usageErrorf("tree %s: %v", opts.tree, err)
+	}
+
+	warn := &warnings{p: p}
+	seriesHash, applied := appliedSeries(d, opts, warn)
+
+	bar := newProgressLine(p, d.io.ErrTTY)
+	warn.bar = bar
+	res, err := builder.Build(ctx, builder.Options{
+		Tree: tree, Python: python, Args: cfg.Build.Args, Jobs: jobs, Env: env,
+		LogDir: cfg.Build.LogDir, SeriesHash: seriesHash, Patches: applied, ToolVersion: version,
+		Reporter: buildReporter{bar: bar, warn: warn},
+	})
+	bar.finish()
+	if err != nil {
+		var be *builder.BuildError
+		var ee *builder.EnvError
+		switch {
+		case ctx.Err() != nil:
+			return err
+		case errors.Is(err, builder.ErrNotPyTorch):
+			return withCode(ExitUsage, err)
+		case errors.As(err, &ee):
+			return withCode(ExitUnsupported, err)
+		case errors.As(err, &be):
+			return withCode(ExitBuildFailed, err)
+		}
+		return withCode(ExitBuildFailed, fmt.Errorf("build %s: %w", tree, err))
+	}
+	// Warnings from preflight were shown as they came; show the rest now.
+	for _, w := range res.Warnings {
+		warn.warn(w)
+	}
+	rep := buildReport{Tree: tree, Log: res.LogPath, Stamp: res.StampPath, Seconds: res.Duration.Seconds(),
+		Provenance: res.Provenance, Warnings: res.Warnings}
+	if rep.Warnings == nil {
+		rep.Warnings = []string{}
+	}
+	return p.Result(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "%s %s in %s\n", p.Paint(green, "built"), tree, res.Duration.Round(time.Second))
+		fmt.Fprintf(w, "  log:   %s\n", res.LogPath)
+		fmt.Fprintf(w, "  stamp: %s\n", res.StampPath)
+		if n := len(res.Provenance.Patches); n > 0 {
+			fmt.Fprintf(w, "  series sha256:%s (%s applied)\n", res.Provenance.SeriesHash, plural(n, "patch"))
+		}
+	})
+}
+
+// appliedSeries finds what the stamp records about the series: the series hash when the
+// tree holds the whole series, and the names of the patches it holds. Problems are
+// warnings: a build of an unpatched tree is legitimate (a baseline), just recorded so.
+func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []string) {
+	s, err := d.loadSeries(&opts.treeOptions)
+	if err != nil {
+		warn.warn(fmt.Sprintf("provenance: series not recorded: %v", err))
+		return "", nil
+	}
+	root, err := os.OpenRoot(opts.tree)
+	if err != nil {
+		warn.warn(fmt.Sprintf("provenance: series not recorded: %v", err))
+		return "", nil
+	}
+	defer root.Close()
+	st, err := series.Inspect(root, s)
+	if err != nil {
+		warn.warn(fmt.Sprintf("provenance: series not recorded: inspect %s: %v", opts.tree, err))
+		return "", nil
+	}
+	var applied []string
+	for _, ps := range st.Patches {
+		if ps.State == series.Applied {
+			applied = append(applied, ps.Name)
+		}
+	}
+	switch summary := st.Summary(); {
+	case len(s.Patches) == 0 || (summary == series.Applied && len(applied) == len(s.Patches)):
+		return s.Hash(), applied
+	case len(applied) == 0:
+		warn.warn(fmt.Sprintf("the tree holds none of the series %s: building stock PyTorch", s.Source))
+	default:
+		warn.warn(fmt.Sprintf("the tree holds %d of %d patches of %s (%s): the stamp records no series hash",
+			len(applied), len(s.Patches), s.Source, summary))
+	}
+	return "", applied
+}
+
+// warnings prints each warning once, clearing a progress line first.
+type warnings struct {
+	mu   sync.Mutex
+	p    *printer
+	bar  *progressLine
+	seen map[string]bool
+}
+
+func (w *warnings) warn(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	if w.seen[msg] {
+		return
+	}
+	w.seen[msg] = true
+	if w.bar != nil {
+		w.bar.clear()
+	}
+	w.p.Warnf("%s", msg)
+}
+
+// buildReporter renders builder events on the progress line.
+type buildReporter struct {
+	bar  *progressLine
+	warn *warnings
+}
+
+func (r buildReporter) Report(e builder.Event) {
+	r.bar.update(buildProgressKey(e), formatBuildEvent(e), e.Phase == builder.PhaseDone)
+}
+
+// Warn implements builder's optional warning hook.
+func (r buildReporter) Warn(msg string) { r.warn.warn(msg) }
+
+// buildProgressKey changes when a plain (non-terminal) log should get a new line: a new
+// phase, or another 5% of the compile.
+func buildProgressKey(e builder.Event) string {
+	if e.Phase != builder.PhaseCompile || e.Percent < 0 {
+		return string(e.Phase)
+	}
+	return fmt.Sprintf("%s %d", e.Phase, int(e.Percent)/5)
+}
+
+func formatBuildEvent(e builder.Event) string {
+	var b strings.Builder
+	b.WriteString("build: ")
+	b.WriteString(string(e.Phase))
+	if e.Percent >= 0 {
+		fmt.Fprintf(&b, " %3.0f%%", e.Percent)
+	}
+	if e.Total > 0 {
+		fmt.Fprintf(&b, " [%d/%d]", e.Done, e.Total)
+	}
+	fmt.Fprintf(&b, " elapsed %s", e.Elapsed.Round(time.Second))
+	if e.ETA > 0 {
+		fmt.Fprintf(&b, " eta %s", e.ETA.Round(time.Second))
+	}
+	return b.String()
+}
+
+// progressLine shows progress on stderr. On a terminal it is one line redrawn in place
+// at most every redrawEvery; elsewhere (CI logs, pipes) a plain line is written when the
+// caller's key changes, or after plainEvery without one, so logs stay short. Nothing is
+// written with --quiet.
+type progressLine struct {
+	mu        sync.Mutex
+	w         io.Writer
+	tty       bool
+	quiet     bool
+	now       func() time.Time
+	lastDraw  time.Time
+	lastKey   string
+	drawn     bool // a redrawn line is on the terminal
+	lastShown string
+}
+
+const (
+	redrawEvery = 100 * time.Millisecond
+	plainEvery  = 30 * time.Second
+	maxBarWidth = 110
+)
+
+func newProgressLine(p *printer, tty bool) *progressLine {
+	return &progressLine{w: p.err, tty: tty, quiet: p.quiet, now: time.Now}
+}
+
+// update shows text; force draws it even when the rate limit says wait.
+func (l *progressLine) update(key, text string, force bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.quiet {
+		return
+	}
+	now := l.now()
+	if l.tty {
+		if !force && key == l.lastKey && now.Sub(l.lastDraw) < redrawEvery {
+			return
+		}
+		if len(text) > maxBarWidth {
+			text = text[:maxBarWidth-3] + "..."
+		}
+		fmt.Fprintf(l.w, "\r\x1b[K%s", text)
+		l.drawn = true
+	} else {
+		if !force && key == l.lastKey && now.Sub(l.lastDraw) < plainEvery {
+			return
+		}
+		if text == l.lastShown {
+			return
+		}
+		fmt.Fprintln(l.w, text)
+	}
+	l.lastKey, l.lastDraw, l.lastShown = key, now, text
+}
+
+// clear removes a redrawn line so other output starts on a clean line.
+func (l *progressLine) clear() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.drawn {
+		fmt.Fprint(l.w, "\r\x1b[K")
+		l.drawn = false
+		l.lastKey = "" // redraw on the next update
+	}
+}
+
+// finish ends a redrawn line with a newline, leaving the last state visible.
+func (l *progressLine) finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.drawn {
+		fmt.Fprintln(l.w)
+		l.drawn = false
+	}
+}

@@ -1,0 +1,57 @@
+// Command fakepython stands in for python in the `mpspatch build` tests (built by the
+// test, never installed). It answers the builder's preflight probe (-c ...), writes its
+// argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
+// $FAKE_MODE: "ok" prints a pip-like build with ninja progress and exits 0; "fail" prints
+// compiler errors and exits 1. With $FAKE_NO_PIP set the probe says pip is missing.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "-c" {
+		exe, _ := os.Executable()
+		fmt.Println(exe)
+		fmt.Println("3.12.8")
+		if os.Getenv("FAKE_NO_PIP") != "" {
+			fmt.Println("False")
+		} else {
+			fmt.Println("True")
+		}
+		return
+	}
+	if path := os.Getenv("FAKE_TRANSCRIPT"); path != "" {
+		dir, _ := os.Getwd()
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		data, _ := json.Marshal(map[string]any{"argv": args, "dir": dir, "env": env})
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	switch os.Getenv("FAKE_MODE") {
+	case "ok":
+		fmt.Println("  -- Build files have been written to: build")
+		for i := 1; i <= 20; i++ {
+			fmt.Printf("  [%d/20] Building CXX object caffe2/k%d.cpp.o\n", i, i)
+		}
+		fmt.Println("Successfully installed torch-2.9.1a0")
+	case "fail":
+		fmt.Println("  [1/2] Building OBJCXX object caffe2/MPSStream.mm.o")
+		fmt.Fprintln(os.Stderr, "aten/src/ATen/mps/MPSStream.mm:42:5: error: use of undeclared identifier 'streamLock'")
+		fmt.Fprintln(os.Stderr, "error: subprocess-exited-with-error")
+		os.Exit(1)
+	default:
+		fmt.Fprintln(os.Stderr, "fakepython: unknown FAKE_MODE", os.Getenv("FAKE_MODE"))
+		os.Exit(2)
+	}
+}
