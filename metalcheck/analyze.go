@@ -106,6 +106,7 @@ type fileModel struct {
 	scopes     []scope
 	funcs      []function
 	decls      []Decl
+	objcClass  string // the @implementation being built, while build runs
 }
 
 // tb returns the bytes of code token i; nil when i is out of range, so that look-behind
@@ -119,7 +120,14 @@ func (m *fileModel) tb(i int32) []byte {
 }
 
 func (m *fileModel) is(i int32, s string) bool {
-	return i >= 0 && int(i) < len(m.code) && string(m.tb(i)) == s
+	if i < 0 || int(i) >= len(m.code) {
+		return false
+	}
+	t := &m.code[i]
+	if int(t.End-t.Off) != len(s) || m.src[t.Off] != s[0] {
+		return false
+	}
+	return len(s) == 1 || string(m.src[t.Off:t.End]) == s
 }
 
 func (m *fileModel) isIdent(i int32) bool {
@@ -130,9 +138,30 @@ func (m *fileModel) text(i int32) string { return string(m.tb(i)) }
 
 // analyze tokenizes src and builds its scope structure, declarations and locks.
 func analyze(path string, src []byte) *fileModel {
-	m := &fileModel{path: path, src: src}
-	m.codeTokens(Tokenize(src))
+	return new(arena).analyze(path, src)
+}
+
+// arena holds the per-file buffers one worker reuses from file to file. Facts extracted
+// from a model copy what they keep, so the next file may overwrite the buffers.
+type arena struct {
+	toks, code     []Token
+	scopeOf, match []int32
+	scopes         []scope
+	src            []byte
+}
+
+func (a *arena) analyze(path string, src []byte) *fileModel {
+	a.toks = tokenizeInto(a.toks, src, true)
+	m := &fileModel{path: path, src: src, code: a.code[:0], scopes: a.scopes[:0]}
+	m.codeTokens(a.toks)
+	n := len(m.code)
+	if cap(a.scopeOf) < n {
+		a.scopeOf = make([]int32, n, n+n/4)
+		a.match = make([]int32, n, n+n/4)
+	}
+	m.scopeOf, m.match = a.scopeOf[:n], a.match[:n]
 	m.build()
+	a.code, a.scopes = m.code, m.scopes
 	return m
 }
 
@@ -143,7 +172,9 @@ func (m *fileModel) codeTokens(toks []Token) {
 	type cond struct{ parentActive, active, taken bool }
 	var conds []cond
 	active := true
-	m.code = make([]Token, 0, len(toks))
+	if cap(m.code) < len(toks)+8 {
+		m.code = make([]Token, 0, len(toks)+len(toks)/8+8)
+	}
 	for _, t := range toks {
 		switch t.Kind {
 		case Comment:
@@ -223,8 +254,10 @@ func isZeroCond(rest []byte) bool {
 // recording declarations, functions and lock statements.
 func (m *fileModel) build() {
 	n := int32(len(m.code))
-	m.scopeOf = make([]int32, n)
-	m.match = make([]int32, n)
+	if len(m.scopeOf) != int(n) {
+		m.scopeOf = make([]int32, n)
+		m.match = make([]int32, n)
+	}
 	for i := range m.match {
 		m.match[i] = -1
 	}
@@ -238,8 +271,12 @@ func (m *fileModel) build() {
 		m.scopeOf[i] = cur
 		t := m.code[i]
 		if t.Kind == Ident && t.End-t.Off > 1 && m.src[t.Off] == '@' {
-			if m.is(i, "@end") {
+			switch {
+			case m.is(i, "@end"):
 				stmt = i + 1
+				m.objcClass = ""
+			case m.is(i, "@implementation") && m.isIdent(i+1):
+				m.objcClass = m.text(i + 1)
 			}
 			continue
 		}
@@ -695,7 +732,7 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 	if m.scopes[cur].kind == scClass {
 		f.class = m.scopes[cur].name
 	}
-	objcClass := m.objcClassAt(stmt)
+	objcClass := m.objcClass
 	if m.is(head, "-") || m.is(head, "+") {
 		var sel strings.Builder
 		j := head + 1
@@ -792,22 +829,6 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 		f.ctor = true
 	}
 	return f
-}
-
-// objcClassAt returns the class of the @implementation enclosing code token i, if any.
-func (m *fileModel) objcClassAt(i int32) string {
-	for j := i - 1; j >= 0; j-- {
-		if m.is(j, "@end") {
-			return ""
-		}
-		if m.is(j, "@implementation") && m.isIdent(j+1) {
-			return m.text(j + 1)
-		}
-		if m.code[j].Kind == Punct && m.is(j, "}") && m.match[j] >= 0 && m.match[j] < j {
-			j = m.match[j] // skip whole bodies quickly
-		}
-	}
-	return ""
 }
 
 // endStatement handles the statement [s, e) ended by the ';' at e in scope cur.

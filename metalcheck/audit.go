@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -68,14 +69,16 @@ func Audit(ctx context.Context, opts Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var a arena
 			for i := range next {
-				src, err := os.ReadFile(filepath.Join(opts.Root, filepath.FromSlash(files[i])))
+				src, err := readInto(a.src, filepath.Join(opts.Root, filepath.FromSlash(files[i])))
 				if err != nil {
 					errs[i] = fmt.Errorf("audit: read %s: %w", files[i], err)
 					continue
 				}
+				a.src = src
 				sizes[i] = int64(len(src))
-				all[i] = analyze(files[i], src).extract()
+				all[i] = a.analyze(files[i], src).extract()
 			}
 		}()
 	}
@@ -185,6 +188,37 @@ func fingerprint(fs []Finding) {
 		seen[key] = n + 1
 		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", key, n)))
 		f.Fingerprint = hex.EncodeToString(sum[:8])
+	}
+}
+
+// readInto reads the file at name into buf (grown as needed) and returns the filled slice.
+func readInto(buf []byte, name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := int(fi.Size())
+	if cap(buf) < size+1 {
+		buf = make([]byte, 0, size+size/4+512)
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 

@@ -56,12 +56,20 @@ func Tokenize(src []byte) []Token {
 // tokenize is Tokenize with control over preprocessor directives: with directives false a
 // leading '#' is an ordinary punctuator, which is how present/absent intents compare text.
 func tokenize(src []byte, directives bool) []Token {
+	return tokenizeInto(nil, src, directives)
+}
+
+// tokenizeInto is tokenize appending to buf[:0], so that a worker can reuse one buffer.
+func tokenizeInto(buf []Token, src []byte, directives bool) []Token {
 	if len(src) > maxSource {
 		src = src[:maxSource]
 	}
 	lx := lexer{src: src, line: 1, bol: true, directives: directives}
-	// A rough guess that avoids most regrowth: one token every five bytes.
-	lx.toks = make([]Token, 0, len(src)/5+4)
+	if want := len(src)/3 + 4; cap(buf) < want {
+		// C++ averages a token every four to five bytes; this avoids regrowth.
+		buf = make([]Token, 0, want)
+	}
+	lx.toks = buf[:0]
 	lx.run()
 	return lx.toks
 }
@@ -139,11 +147,21 @@ func (lx *lexer) run() {
 	}
 }
 
-func isIdentStart(c byte) bool {
-	return c == '_' || c == '$' || (c|0x20) >= 'a' && (c|0x20) <= 'z' || c >= 0x80
-}
+// charClass marks identifier bytes: 1 may start one, 2 may continue one.
+var charClass = func() (t [256]byte) {
+	for c := 0; c < 256; c++ {
+		if c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 {
+			t[c] = 3
+		} else if c >= '0' && c <= '9' {
+			t[c] = 2
+		}
+	}
+	return t
+}()
 
-func isIdentChar(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+func isIdentStart(c byte) bool { return charClass[c]&1 != 0 }
+
+func isIdentChar(c byte) bool { return charClass[c]&2 != 0 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
@@ -350,28 +368,95 @@ func numberEnd(src []byte, p int) int {
 	return p
 }
 
-var puncts3 = []string{"<<=", ">>=", "->*", "...", "<=>"}
-var puncts2 = []string{"::", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "##", ".*", "[[", "]]"}
-
-const puncts1 = "{}[]()<>;:,.?!~+-*/%^&|=#@"
-
+// punctLen returns the length of the punctuator at the start of b (longest match), or 0.
+// A switch on the first byte: this runs for about every other token.
 func punctLen(b []byte) int {
-	if len(b) >= 3 {
-		for _, p := range puncts3 {
-			if string(b[:3]) == p {
+	if len(b) == 0 {
+		return 0
+	}
+	var c1, c2 byte
+	if len(b) > 1 {
+		c1 = b[1]
+	}
+	if len(b) > 2 {
+		c2 = b[2]
+	}
+	switch b[0] {
+	case '{', '}', '(', ')', ';', ',', '?', '~', '@':
+		return 1
+	case '[':
+		if c1 == '[' {
+			return 2
+		}
+		return 1
+	case ']':
+		if c1 == ']' {
+			return 2
+		}
+		return 1
+	case ':':
+		if c1 == ':' {
+			return 2
+		}
+		return 1
+	case '.':
+		if c1 == '.' && c2 == '.' {
+			return 3
+		}
+		if c1 == '*' {
+			return 2
+		}
+		return 1
+	case '-':
+		if c1 == '>' {
+			if c2 == '*' {
 				return 3
 			}
+			return 2
 		}
-	}
-	if len(b) >= 2 {
-		for _, p := range puncts2 {
-			if string(b[:2]) == p {
-				return 2
+		if c1 == '-' || c1 == '=' {
+			return 2
+		}
+		return 1
+	case '+', '&', '|':
+		if c1 == b[0] || c1 == '=' {
+			return 2
+		}
+		return 1
+	case '*', '/', '%', '^', '!', '=':
+		if c1 == '=' {
+			return 2
+		}
+		return 1
+	case '#':
+		if c1 == '#' {
+			return 2
+		}
+		return 1
+	case '<':
+		if c1 == '<' {
+			if c2 == '=' {
+				return 3
 			}
+			return 2
 		}
-	}
-	if len(b) >= 1 && bytes.IndexByte([]byte(puncts1), b[0]) >= 0 {
+		if c1 == '=' {
+			if c2 == '>' {
+				return 3
+			}
+			return 2
+		}
+		return 1
+	case '>':
+		if c1 == '>' {
+			if c2 == '=' {
+				return 3
+			}
+			return 2
+		}
+		if c1 == '=' {
+			return 2
+		}
 		return 1
 	}
 	return 0
