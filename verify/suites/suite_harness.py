@@ -545,19 +545,25 @@ def saturation_point(rows):
     return min(n for n, fps in rows if fps >= best * (1.0 - SATURATION_GAIN))
 
 
-def ceiling(host_ms, device_ms, gil):
-    """Best speed-up over one thread that threads can reach for one forward.
+def ceiling(host_ms, device_ms):
+    """Best speed-up over one thread that threads can reach, bounded by the device.
 
-    A single thread pays host + device time per forward (it waits for its result). With the GIL
-    on, host work of all threads is serialized; the device queue is one per device for the
-    control (CUDA default stream) and serializes device work. So throughput is bounded by
-    1/max(host, device), and the speed-up by (host + device) / max(host, device) (at most 2).
-    Without the GIL host work can overlap and only the device bounds it: None (no host cap).
-    """
+    One thread pays host + device time per forward (it waits for its result). Threads can hide
+    one thread's host time behind another's device time, but the device queue (one per device:
+    the CUDA default stream, the MPS stream of a stock build) runs device work one forward at a
+    time, so throughput stays below 1/device: the speed-up is at most (host + device) / device.
+    None when device time is unknown (zero)."""
+    if device_ms <= 0:
+        return None
+    return (host_ms + device_ms) / device_ms
+
+
+def gil_ceiling(host_ms, device_ms):
+    """The same bound if the GIL serialized all host work: (host + device) / max(host, device),
+    never above 2. Measured speed-ups above it show host work overlapping (ATen releases the
+    GIL while an op runs), below it contention (GIL hand-offs, queue locks)."""
     if host_ms <= 0 and device_ms <= 0:
         return None
-    if not gil:
-        return None if device_ms <= 0 else (host_ms + device_ms) / device_ms
     return (host_ms + device_ms) / max(host_ms, device_ms)
 
 

@@ -29,7 +29,7 @@ def find_boundary(settings, op):
     return H.search_boundary(probe, LO, HI, settings["boundary_plan"])
 
 
-def test_thread_boundary(settings, events, record_property):
+def test_thread_boundary(settings, events, request):
     failures = []
     for op in W.BOUNDARY_OPS:
         value, outcomes, message = find_boundary(settings, op)
@@ -38,7 +38,7 @@ def test_thread_boundary(settings, events, record_property):
                      "device": settings.device,
                      "probes": {str(k): v for k, v in sorted(outcomes.items())},
                      "message": message})
-        record_property("boundary_" + op, value)
+        request.node.user_properties.append(("boundary_" + op, value))
         if value < HI:
             failures.append("%s: %d (%s)" % (op, value, message))
     assert not failures, "op classes below %d threads: %s" % (HI, "; ".join(failures))

@@ -221,19 +221,20 @@ def test_efficiency():
     assert H.efficiency(10.0, 0.0, 4) == 0.0
 
 
-@pytest.mark.parametrize("host,device,gil,want", [
-    (1.0, 1.0, True, 2.0),
-    (3.0, 1.0, True, 4.0 / 3.0),
-    (1.0, 3.0, True, 4.0 / 3.0),
-    (3.0, 1.0, False, 4.0),
-    (0.0, 0.0, True, None),
+@pytest.mark.parametrize("host,device,want,want_gil", [
+    (1.0, 1.0, 2.0, 2.0),
+    (3.0, 1.0, 4.0, 4.0 / 3.0),
+    (1.0, 3.0, 4.0 / 3.0, 4.0 / 3.0),
+    (0.5, 0.2, 3.5, 1.4),
+    (1.0, 0.0, None, 1.0),
+    (0.0, 0.0, None, None),
 ])
-def test_ceiling(host, device, gil, want):
-    have = H.ceiling(host, device, gil)
-    if want is None:
-        assert have is None
-    else:
-        assert have == pytest.approx(want)
+def test_ceiling(host, device, want, want_gil):
+    for have, w in ((H.ceiling(host, device), want), (H.gil_ceiling(host, device), want_gil)):
+        if w is None:
+            assert have is None
+        else:
+            assert have == pytest.approx(w)
 
 
 @pytest.mark.parametrize("eff,host,device,want", [

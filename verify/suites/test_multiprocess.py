@@ -53,7 +53,7 @@ def _run(settings, tmp_path, tag, procs, per_proc, model, iters):
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("model", ["mlp", "transformer"])
-def test_process_vs_thread(settings, model, tmp_path, record_property):
+def test_process_vs_thread(settings, model, tmp_path, request):
     n = settings["mp_workers"]
     if settings.override:
         n = max(settings.override)
@@ -63,8 +63,8 @@ def test_process_vs_thread(settings, model, tmp_path, record_property):
     refs = work.reference(n, iters)
     by_proc, wall_p = _run(settings, tmp_path, "procs", n, 1, model, iters)
     by_thread, wall_t = _run(settings, tmp_path, "threads", 1, n, model, iters)
-    record_property("processes_wall_s", round(wall_p, 4))
-    record_property("threads_wall_s", round(wall_t, 4))
-    record_property("forwards", n * iters)
+    request.node.user_properties.extend([
+        ("processes_wall_s", round(wall_p, 4)), ("threads_wall_s", round(wall_t, 4)),
+        ("forwards", n * iters)])
     H.check_threads(by_proc, refs, work.tol, what="process")
     H.check_threads(by_thread, refs, work.tol, what="thread")
