@@ -406,3 +406,75 @@ func TestBuildRealNinja(t *testing.T) {
 		}
 	})
 }
+
+// TestBuildRealPip is the whole thing with real tools: a fresh virtual environment, its
+// pip doing an editable install of testdata/tree offline, whose setup.py runs cmake and
+// ninja as PyTorch's does.
+func TestBuildRealPip(t *testing.T) {
+	ctx := context.Background()
+	base := os.Getenv("MPSPATCH_PYTHON")
+	if base == "" {
+		base = "/usr/bin/python3"
+	}
+	venv := filepath.Join(t.TempDir(), "venv")
+	if _, err := run.Output(ctx, run.Cmd{Argv: []string{base, "-m", "venv", venv}}); err != nil {
+		t.Fatalf("create a virtual environment with %s (Debian: python3-venv; set MPSPATCH_PYTHON for another interpreter): %v", base, err)
+	}
+	python := filepath.Join(venv, "bin", "python")
+	env := append(os.Environ(), "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
+
+	t.Run("success", func(t *testing.T) {
+		tree := copyTree(t)
+		rec := &recorder{}
+		res, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: env, Jobs: 2, Reporter: rec, GOOS: "linux"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		phases := map[Phase]bool{}
+		var last Event
+		for _, e := range rec.all() {
+			phases[e.Phase] = true
+			if e.Phase == PhaseCompile {
+				last = e
+			}
+		}
+		for _, p := range []Phase{PhaseConfigure, PhaseCompile, PhaseInstall, PhaseDone} {
+			if !phases[p] {
+				t.Errorf("no %s event from the real build", p)
+			}
+		}
+		if last.Done != 9 || last.Total != 9 {
+			t.Errorf("last compile event %d/%d, want 9/9", last.Done, last.Total)
+		}
+		log, err := os.ReadFile(res.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(log), "Successfully installed mpspatch-fixture-0.0.0") {
+			t.Errorf("log lacks pip's success line:\n%s", log)
+		}
+		p, err := ReadProvenance(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// sys.executable of a venv is its bin/python (not resolved through the symlink).
+		if p.Python != python || p.PythonVersion == "" || p.Env["MAX_JOBS"] != "2" {
+			t.Errorf("stamp python %q %q env %v, want %s", p.Python, p.PythonVersion, p.Env, python)
+		}
+	})
+	t.Run("compiler error", func(t *testing.T) {
+		tree := copyTree(t)
+		_, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: append(env, "MPSPATCH_FIXTURE_BREAK=1"), GOOS: "linux"})
+		var be *BuildError
+		if !errors.As(err, &be) {
+			t.Fatalf("error = %v (%T), want *BuildError", err, err)
+		}
+		want := filepath.Join(tree, "src", "k3.c") + ":2:2: error: #error deliberately broken for the builder tests"
+		if len(be.FirstErrors) == 0 || be.FirstErrors[0] != want {
+			t.Errorf("FirstErrors = %q, want first %q", be.FirstErrors, want)
+		}
+		if !strings.Contains(err.Error(), be.LogPath) {
+			t.Errorf("error does not name the log: %v", err)
+		}
+	})
+}

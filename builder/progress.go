@@ -179,7 +179,10 @@ func (t *Tracker) classify(line string) (Event, bool) {
 	next := t.phase
 	trim := strings.TrimSpace(line)
 	switch {
-	case strings.HasPrefix(trim, "-- ") && t.phase != PhaseCompile && t.phase != PhaseInstall:
+	// CMake's "-- " lines mean configuring unless ninja has started (then they are its
+	// install step's "-- Installing: ..."). pip's legacy `setup.py develop` path prints
+	// "Installing collected packages" before the build, so install may precede them.
+	case strings.HasPrefix(trim, "-- ") && t.phase != PhaseCompile:
 		next = PhaseConfigure
 	case strings.HasPrefix(trim, "Installing collected packages"),
 		strings.HasPrefix(trim, "Successfully installed"),
@@ -201,6 +204,11 @@ func (t *Tracker) classify(line string) (Event, bool) {
 
 func (t *Tracker) noteError(line string) {
 	trim := strings.TrimSpace(line)
+	// The regular expressions below cost microseconds a line; nearly every line of a
+	// build has no "error" in it at all.
+	if !strings.Contains(trim, "error") && !strings.HasPrefix(trim, "FAILED: ") && !strings.HasPrefix(trim, "CMake Error") {
+		return
+	}
 	switch {
 	case compilerErrRE.MatchString(trim), strings.HasPrefix(trim, "CMake Error"):
 		if len(t.compilerErrs) < maxQuoted {

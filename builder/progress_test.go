@@ -225,3 +225,39 @@ func FuzzTrackerLine(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTracker measures the cost of reading build output through the Tracker against
+// only splitting it into lines (what any log tee does anyway). A PyTorch build prints
+// on the order of 10^5 lines; the ratio says what progress tracking adds.
+func BenchmarkTracker(b *testing.B) {
+	var out strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&out, "    [%d/2000] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen/native/k%d.cpp.o\n", i, i)
+		if i%100 == 0 {
+			fmt.Fprintf(&out, "/src/aten/src/ATen/native/k%d.cpp:12:3: warning: unused variable 'x' [-Wunused-variable]\n", i)
+		}
+	}
+	data := []byte(out.String())
+	lines := strings.Count(out.String(), "\n")
+	var split, tracked time.Duration
+	for b.Loop() {
+		start := time.Now()
+		n := 0
+		w := &lineWriter{t: NewTracker(nil, nil)}
+		for _, c := range data {
+			if c == '\n' {
+				n++
+			}
+		}
+		split += time.Since(start)
+		start = time.Now()
+		w.Write(data)
+		w.flush()
+		tracked += time.Since(start)
+		if n != lines {
+			b.Fatal("miscounted")
+		}
+	}
+	b.ReportMetric(float64(tracked.Nanoseconds())/float64(b.N*lines), "ns/line")
+	b.ReportMetric(float64(tracked)/float64(split), "tracker/split")
+}
