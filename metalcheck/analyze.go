@@ -417,7 +417,7 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 func (m *fileModel) classifyHead(head, i int32, parent scopeKind) scopeKind {
 	prev := i - 1
 	if prev >= 0 && m.code[prev].Kind == Punct {
-		switch m.text(prev) {
+		switch string(m.tb(prev)) {
 		case "=", ",", "(", "[", "{", "?", "<", "return", "+", "-", "*", "&&", "||", "!", "==":
 			return scInit
 		}
@@ -487,7 +487,7 @@ func (m *fileModel) isLambdaOpen(i int32) bool {
 	k := i - 1
 	for steps := 0; k >= 0 && steps < 16; steps++ {
 		switch {
-		case m.isIdent(k) && lambdaSpecifiers[m.text(k)]:
+		case m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))]:
 			k--
 			continue
 		case m.is(k, ")") && m.match[k] > 0 && m.is(m.match[k]-1, "noexcept"):
@@ -515,7 +515,7 @@ func (m *fileModel) isLambdaOpen(i int32) bool {
 			return false
 		}
 		k = j - 1
-		for k >= 0 && m.isIdent(k) && lambdaSpecifiers[m.text(k)] {
+		for k >= 0 && m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))] {
 			k--
 		}
 	}
@@ -551,7 +551,7 @@ func (m *fileModel) stripPrefix(s, e int32) int32 {
 				j++
 			}
 			s = j + 1
-		case m.isIdent(s) && m.is(s+1, ":") && !controlWords[m.text(s)] && s+2 <= e:
+		case m.isIdent(s) && m.is(s+1, ":") && !controlWords[string(m.tb(s))] && s+2 <= e:
 			s += 2 // goto label
 		case m.is(s, "template") && m.is(s+1, "<"):
 			s = m.angleEnd(s+1, e)
@@ -711,7 +711,7 @@ func (m *fileModel) className(stmt, head, i int32) string {
 			continue
 		}
 		if m.isIdent(j) {
-			switch m.text(j) {
+			switch string(m.tb(j)) {
 			case "class", "struct", "union", "final", "typedef", "static", "const", "alignas":
 			default:
 				if !strings.HasSuffix(m.text(j), "_API") && !strings.HasSuffix(m.text(j), "_EXPORT") {
@@ -784,7 +784,7 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 				}
 			}
 		}
-		if m.isIdent(nameAt) && notFuncName[m.text(nameAt)] {
+		if m.isIdent(nameAt) && notFuncName[string(m.tb(nameAt))] {
 			if m.match[j] > j {
 				j = m.match[j]
 			}
@@ -880,7 +880,7 @@ func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32
 			s = m.match[s] + 1
 		}
 	}
-	if s >= e || declSkip[m.text(s)] {
+	if s >= e || declSkip[string(m.tb(s))] {
 		return
 	}
 	if (m.is(s, "class") || m.is(s, "struct") || m.is(s, "union") || m.is(s, "enum")) && e-s <= 3 {
@@ -888,7 +888,7 @@ func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32
 	}
 	d := Decl{File: m.path}
 	for ; s < e && m.isIdent(s); s++ {
-		switch m.text(s) {
+		switch string(m.tb(s)) {
 		case "static":
 			d.Static = true
 		case "thread_local", "__thread", "C10_THREAD_LOCAL":
@@ -1025,7 +1025,7 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 	for m.isIdent(j) && m.is(j+1, "::") {
 		j += 2
 	}
-	if !m.isIdent(j) || !guardTypes[m.text(j)] {
+	if !m.isIdent(j) || !guardTypes[string(m.tb(j))] {
 		return nil, false
 	}
 	j++
@@ -1153,13 +1153,13 @@ func (m *fileModel) localNames(fi int32) map[string]bool {
 		if !m.isIdent(k) || !m.isIdent(k-1) && !m.is(k-1, ">") && !m.is(k-1, "*") && !m.is(k-1, "&") && !m.is(k-1, "&&") {
 			continue
 		}
-		if m.isIdent(k-1) && notDeclPrev[m.text(k-1)] {
+		if m.isIdent(k-1) && notDeclPrev[string(m.tb(k-1))] {
 			continue
 		}
 		if m.is(k-1, "*") || m.is(k-1, "&") {
 			// a * b; is more often a declaration than a product in this code, but x & y)
 			// in an expression is not: require a type-ish token before the operator.
-			if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[m.text(k-2)] {
+			if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[string(m.tb(k-2))] {
 				continue
 			}
 		}

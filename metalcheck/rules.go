@@ -230,7 +230,7 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
 		external = false
 	}
-	if m.isIdent(prev) && !notDeclPrev[m.text(prev)] || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
+	if m.isIdent(prev) && !notDeclPrev[string(m.tb(prev))] || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
 		return // a declaration, not a call
 	}
 	if name == "synchronize" && external {
@@ -352,14 +352,14 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 		if at < 0 || at+1 != cl {
 			return
 		}
-	case nullWords[m.text(c)] && m.is(c+1, "=="):
+	case nullWords[string(m.tb(c))] && m.is(c+1, "=="):
 		at = m.refEnd(c+2, cl)
 		if at < 0 || at+1 != cl {
 			return
 		}
 	default:
 		at = m.refEnd(c, cl)
-		if at < 0 || !m.is(at+1, "==") || !nullWords[m.text(at+2)] || at+3 != cl {
+		if at < 0 || !m.is(at+1, "==") || !nullWords[string(m.tb(at+2))] || at+3 != cl {
 			return
 		}
 	}
