@@ -104,6 +104,17 @@ func Run(ctx context.Context, opts Options, obs Observer) error {
 	if opts.LogDir == "" {
 		return errors.New("verify: no log directory")
 	}
+	// The suite processes run in SuitesDir: every path handed to them must be absolute.
+	for _, p := range []*string{&opts.LogDir, &opts.ReportDir, &opts.SuitesDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		*p = abs
+	}
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return fmt.Errorf("verify: create log dir: %w", err)
 	}

@@ -29,6 +29,7 @@ type verifyOptions struct {
 	timeout   time.Duration
 	reportDir string
 	noScaling bool
+	suitesDir string
 
 	threadsSet bool // --threads given on the command line (also sent to the benchmark)
 }
@@ -79,6 +80,7 @@ or times out; 5 when the interpreter has no torch or pytest.`,
 	f.DurationVar(&opts.timeout, "timeout", 0, "per-test limit before the test is a timeout (default: [verify] timeout)")
 	f.StringVar(&opts.reportDir, "report-dir", "", "where reports are written (default: [verify] report_dir)")
 	f.BoolVar(&opts.noScaling, "no-scaling", false, "skip the scaling benchmark")
+	f.StringVar(&opts.suitesDir, "suites-dir", "", "run the suites in this directory instead of the embedded ones (for suite authors)")
 	return cmd
 }
 
@@ -155,13 +157,22 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	}
 	p := d.printer()
 
-	suiteDir, err := os.MkdirTemp("", "mpspatch-suites-")
-	if err != nil {
-		return fmt.Errorf("verify: create suite dir: %w", err)
-	}
-	defer os.RemoveAll(suiteDir)
-	if err := verify.WriteSuites(suiteDir); err != nil {
-		return fmt.Errorf("verify: %w", err)
+	suiteDir := opts.suitesDir
+	if suiteDir == "" {
+		tmp, err := os.MkdirTemp("", "mpspatch-suites-")
+		if err != nil {
+			return fmt.Errorf("verify: create suite dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := verify.WriteSuites(tmp); err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		suiteDir = tmp
+	} else if abs, err := filepath.Abs(suiteDir); err == nil {
+		suiteDir = abs
+		if _, err := os.Stat(filepath.Join(suiteDir, "conftest.py")); err != nil {
+			return usageErrorf("--suites-dir %s: no conftest.py there: %v", opts.suitesDir, err)
+		}
 	}
 	all, err := verify.ListSuites(suiteDir)
 	if err != nil {
