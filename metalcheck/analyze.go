@@ -377,6 +377,8 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 		}
 	case head < i && controlWords[string(m.tb(head))]:
 		kind = scControl
+	case head < i && m.is(head, "@autoreleasepool"):
+		kind = scPlain
 	case head < i && (m.is(head, "namespace") || m.is(head, "inline") && m.is(head+1, "namespace") ||
 		m.is(head, "extern") && head+1 < int32(len(m.code)) && m.code[head+1].Kind == String):
 		kind = scNamespace
@@ -841,8 +843,9 @@ func (m *fileModel) endStatement(s, e, cur int32) {
 			class = sc.name
 		}
 		m.declaration(s, e, sc.kind == scClass, class, -1)
-	case sc.kind == scInit || sc.kind == scEnum:
+	case sc.kind == scEnum:
 	default:
+		// Statements (and an initialiser that holds one was misread: treat it as a block).
 		h := m.stripPrefix(s, e)
 		if m.is(h, "static") && sc.fn >= 0 {
 			m.declaration(h, e, false, "", sc.fn)

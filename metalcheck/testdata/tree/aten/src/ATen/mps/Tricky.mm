@@ -97,4 +97,12 @@ void unguarded() {
   [g_objects addObject:@"x"];
 }
 
+void insidePool(id obj) {
+  @autoreleasepool {
+    std::lock_guard<std::mutex> guard(g_map_mutex);
+    g_map[17] = 18;
+    [g_objects addObject:obj];
+  }
+}
+
 } // namespace demo
