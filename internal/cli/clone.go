@@ -115,6 +115,9 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	})
 	bar.finish()
 	if err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w\nthe partial clone in %s must be removed before trying again", err, dir)
+		}
 		return gitError(err)
 	}
 	rep := cloneReport{Dir: dir, URL: cfg.Upstream.URL, Commit: cfg.Upstream.Commit, Tag: cfg.Upstream.Tag,

@@ -141,7 +141,7 @@ func TestCloneCommand(t *testing.T) {
 		{"dir is a file", []string{"--config", cfg, "clone", "--dir", aFile}, ExitUsage, "is not a directory"},
 		{"bad jobs", []string{"--config", cfg, "clone", "--dir", filepath.Join(t.TempDir(), "x"), "--jobs", "0"}, ExitUsage, "--jobs 0"},
 		{"unknown commit", []string{"--config", writeConfig(t, url, strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
-			ExitCheckFailed, "git clone: fetch 0123456789"},
+			ExitCheckFailed, "must be removed before trying again"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
