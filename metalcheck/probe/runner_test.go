@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -117,6 +118,9 @@ func TestRunnerClassifiesRealChildren(t *testing.T) {
 				if !o.TimedOut || !o.Progress.Released {
 					t.Errorf("have timed out %v, progress %+v; want a timeout after the barrier", o.TimedOut, o.Progress)
 				}
+				if pid := childPID(t, o); syscall.Kill(pid, 0) == nil {
+					t.Errorf("hung child %d is still alive after Run returned", pid)
+				}
 			},
 		},
 		{
@@ -203,5 +207,39 @@ func TestRunAllReport(t *testing.T) {
 	cancel()
 	if rep := r.RunAll(ctx, ss); len(rep.Outcomes) != 0 {
 		t.Errorf("have %d outcomes after cancel, want none", len(rep.Outcomes))
+	}
+}
+
+// childPID reads the child's pid from its log's hello line.
+func childPID(t *testing.T, o Outcome) int {
+	t.Helper()
+	data, err := os.ReadFile(o.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if e, err := ParseLine([]byte(line)); err == nil && e.Type == EventHello {
+			return e.PID
+		}
+	}
+	t.Fatalf("no hello line in %s", o.Log)
+	return 0
+}
+
+func TestRunnerCancelKillsChild(t *testing.T) {
+	r := childRunner(t, "fake-hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.OnEvent = func(_ Scenario, e Event) {
+		if e.Type == EventGo {
+			cancel()
+		}
+	}
+	o := r.Run(ctx, stress4x3)
+	if o.Pass || o.TimedOut || o.Signal != "SIGTERM" {
+		t.Errorf("have pass %v, timed out %v, signal %q; want a failed outcome killed by SIGTERM", o.Pass, o.TimedOut, o.Signal)
+	}
+	if pid := childPID(t, o); syscall.Kill(pid, 0) == nil {
+		t.Errorf("cancelled child %d is still alive", pid)
 	}
 }
