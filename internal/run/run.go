@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -99,8 +100,7 @@ type Process struct {
 	start   time.Time
 	log     *os.File
 	done    chan struct{}
-	timeout bool
-	waitErr error
+	timeout atomic.Bool // set by the watcher goroutine, read by Wait
 }
 
 // Start launches c in its own process group.
@@ -155,7 +155,7 @@ func (p *Process) watch(ctx context.Context) {
 	case <-p.done:
 		return
 	case <-timer:
-		p.timeout = true
+		p.timeout.Store(true)
 	case <-ctx.Done():
 	}
 	p.Kill()
@@ -181,7 +181,7 @@ func (p *Process) Wait() (Result, error) {
 	close(p.done)
 	// The group may still hold grandchildren that outlived the leader; do not leak them.
 	killGroup(p.cmd, syscall.SIGKILL)
-	res := Result{Duration: time.Since(p.start), TimedOut: p.timeout}
+	res := Result{Duration: time.Since(p.start), TimedOut: p.timeout.Load()}
 	if p.log != nil {
 		fmt.Fprintf(p.log, "# %s\n", res.withState(p.cmd.ProcessState))
 		p.log.Close()

@@ -1,0 +1,104 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRunOutcomes(t *testing.T) {
+	tests := []struct {
+		name     string
+		argv     []string
+		timeout  time.Duration
+		wantCode int
+		wantSig  syscall.Signal
+		wantTO   bool
+		wantErr  bool
+	}{
+		{"ok", []string{"true"}, 0, 0, 0, false, false},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, 0, 3, 0, false, true},
+		{"signal", []string{"sh", "-c", "kill -SEGV $$"}, 0, -1, syscall.SIGSEGV, false, true},
+		{"timeout", []string{"sleep", "30"}, 100 * time.Millisecond, -1, syscall.SIGTERM, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Cmd{Argv: tt.argv, Timeout: tt.timeout, KillGrace: time.Second})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err: have %v, want error=%v", err, tt.wantErr)
+			}
+			if res.ExitCode != tt.wantCode || res.Signal != tt.wantSig || res.TimedOut != tt.wantTO {
+				t.Errorf("have %+v, want code=%d signal=%v timedOut=%v", res, tt.wantCode, tt.wantSig, tt.wantTO)
+			}
+			var ee *ExitError
+			if tt.wantErr && !errors.As(err, &ee) {
+				t.Errorf("error %T is not *ExitError", err)
+			}
+		})
+	}
+}
+
+func TestKillReachesGrandchildren(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	// The shell starts a background sleep (a grandchild), records its pid, then waits.
+	script := "sleep 30 & echo $! > " + pidFile + "; wait"
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := Start(ctx, Cmd{Argv: []string{"sh", "-c", script}, KillGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 100 && pid == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		if data, err := os.ReadFile(pidFile); err == nil && len(bytes.TrimSpace(data)) > 0 {
+			pid = atoi(strings.TrimSpace(string(data)))
+		}
+	}
+	if pid == 0 {
+		t.Fatal("grandchild never started")
+	}
+	cancel()
+	_, _ = p.Wait()
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return // gone
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("grandchild %d survived the kill of its process group", pid)
+}
+
+func TestLogAndOutput(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	out, err := Output(context.Background(), Cmd{Argv: []string{"sh", "-c", "echo out; echo err >&2"}, LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "out\n" {
+		t.Errorf("stdout: have %q", out)
+	}
+	data, _ := os.ReadFile(log)
+	for _, want := range []string{"$ sh -c 'echo out; echo err >&2'", "out\n", "err\n", "# exit status 0"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("log lacks %q:\n%s", want, data)
+		}
+	}
+	if _, err := Output(context.Background(), Cmd{Argv: []string{"sh", "-c", "echo boom >&2; exit 2"}}); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("failed Output error should quote stderr, have %v", err)
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
