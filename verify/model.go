@@ -74,6 +74,16 @@ type ScalingRow struct {
 	GIL        *bool   `json:"gil,omitempty"`
 }
 
+// BoundaryRow is the thread-boundary finder's answer for one op class: the largest thread
+// count (up to Max) at which it passed.
+type BoundaryRow struct {
+	Target  string `json:"target"`
+	Op      string `json:"op"`
+	Threads int    `json:"threads"`
+	Max     int    `json:"max"`
+	Message string `json:"message,omitempty"` // the first failure above the boundary
+}
+
 // RunInfo is how verify was invoked, shown at the top of every report.
 type RunInfo struct {
 	Profile   string    `json:"profile"`
@@ -93,6 +103,7 @@ type Observer interface {
 	Started(target, id string)
 	Result(Result)
 	Scaling(ScalingRow)
+	Boundary(BoundaryRow)
 	// Notice reports runner decisions a reader should know about (a restart after a crash).
 	Notice(target, msg string)
 }
@@ -121,6 +132,12 @@ func (os Observers) Result(r Result) {
 func (os Observers) Scaling(s ScalingRow) {
 	for _, o := range os {
 		o.Scaling(s)
+	}
+}
+
+func (os Observers) Boundary(b BoundaryRow) {
+	for _, o := range os {
+		o.Boundary(b)
 	}
 }
 

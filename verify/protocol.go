@@ -42,6 +42,10 @@ type Event struct {
 	Mode       string  `json:"mode,omitempty"`
 	Ceiling    float64 `json:"ceiling,omitempty"`
 
+	// boundary (the thread-boundary finder): Threads is the largest passing count
+	Op  string `json:"op,omitempty"`
+	Max int    `json:"max,omitempty"`
+
 	// Raw is the whole line, kept for summary events whose fields are free-form.
 	Raw json.RawMessage `json:"-"`
 }

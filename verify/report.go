@@ -18,6 +18,7 @@ type Report struct {
 	Envs        []Env // patched first when both are present
 	Results     []Result
 	ScalingRows []ScalingRow
+	Boundaries  []BoundaryRow
 	Notices     []string
 	Interrupted bool
 }
@@ -42,6 +43,9 @@ func (r *Report) Result(res Result) { r.Results = append(r.Results, res) }
 
 // Scaling appends row.
 func (r *Report) Scaling(row ScalingRow) { r.ScalingRows = append(r.ScalingRows, row) }
+
+// Boundary appends a thread-boundary row.
+func (r *Report) Boundary(b BoundaryRow) { r.Boundaries = append(r.Boundaries, b) }
 
 // Notice appends a runner notice.
 func (r *Report) Notice(target, msg string) { r.Notices = append(r.Notices, target+": "+msg) }

@@ -81,6 +81,8 @@ func fixtureReport() *Report {
 		}
 		r.Scaling(ScalingRow{Target: target, Model: "mlp-small", Mode: "batched", Threads: 8, FPS: 9000 * scale, Label: "batched"})
 	}
+	r.Boundary(BoundaryRow{Target: TargetPatched, Op: "raw", Threads: 16, Max: 16})
+	r.Boundary(BoundaryRow{Target: TargetBaseline, Op: "linear", Threads: 2, Max: 16, Message: "SIGSEGV at 3 threads"})
 	r.Notice(TargetPatched, "test_models.py: SIGABRT in test_models.py::test_shared_model[t8-mlp]; continuing the file in a fresh process (3 tests deselected)")
 	return r
 }
@@ -124,7 +126,7 @@ func TestWriteJSONLGolden(t *testing.T) {
 			t.Errorf("line %d: result without target/outcome/id: %s", i+1, line)
 		}
 	}
-	want := map[string]int{"run": 1, "env": 2, "result": 15, "scaling": 18, "notice": 1, "summary": 1}
+	want := map[string]int{"run": 1, "env": 2, "result": 15, "scaling": 18, "boundary": 2, "notice": 1, "summary": 1}
 	for k, v := range want {
 		if types[k] != v {
 			t.Errorf("%s lines: have %d, want %d", k, types[k], v)
@@ -179,7 +181,7 @@ func TestWriteHTMLGolden(t *testing.T) {
 		"crash 1/2", "timeout 0/2", "skip 2/2",
 		"example warning &lt;b&gt;escaped&lt;/b&gt;", "usage &amp; &lt;error&gt;",
 		VerdictRule,
-		"device-bound</b> at 8 threads", "host-bound</b> at 8 threads",
+		"device-bound</b> at 8 threads", "<td>linear</td><td class=\"num\">2 / 16</td>", "host-bound</b> at 8 threads",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)

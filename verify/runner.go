@@ -445,6 +445,10 @@ func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
 			res.Signatures = MatchSignatures(e.Message)
 		}
 		r.result(res)
+	case "boundary":
+		if e.Op != "" {
+			r.obs.Boundary(BoundaryRow{Target: r.opts.Target, Op: e.Op, Threads: e.Threads, Max: e.Max, Message: e.Message})
+		}
 	case "scaling":
 		r.obs.Scaling(ScalingRow{Target: r.opts.Target, Model: e.Model, Mode: e.Mode, Threads: e.Threads,
 			FPS: e.FPS, Efficiency: e.Efficiency, HostMS: e.HostMS, DeviceMS: e.DeviceMS,

@@ -14,7 +14,8 @@ import (
 )
 
 // Record is one line of results.jsonl and of `verify --json`: a type tag and the fields of
-// the thing it carries, flattened. Types: run, env, result, scaling, notice, summary.
+// the thing it carries, flattened. Types: run, env, result, scaling, boundary, notice,
+// summary.
 type Record struct {
 	Type    string
 	Payload any // a pointer to RunInfo, Env, Result, ScalingRow, Notice or Summary
@@ -45,6 +46,9 @@ func ResultRecord(r Result) Record { return Record{"result", &r} }
 
 // ScalingRecord wraps a scaling row.
 func ScalingRecord(s ScalingRow) Record { return Record{"scaling", &s} }
+
+// BoundaryRecord wraps a thread-boundary row.
+func BoundaryRecord(b BoundaryRow) Record { return Record{"boundary", &b} }
 
 // NoticeRecord wraps a notice.
 func NoticeRecord(target, msg string) Record {
@@ -102,6 +106,9 @@ func WriteJSONL(w io.Writer, r *Report) error {
 	}
 	for _, s := range r.ScalingRows {
 		recs = append(recs, ScalingRecord(s))
+	}
+	for _, b := range r.Boundaries {
+		recs = append(recs, BoundaryRecord(b))
 	}
 	for _, n := range r.Notices {
 		t, m, _ := strings.Cut(n, ": ")
@@ -270,6 +277,12 @@ func (w *DirWriter) Result(res Result) {
 func (w *DirWriter) Scaling(s ScalingRow) {
 	w.report.Scaling(s)
 	w.line(ScalingRecord(s))
+}
+
+// Boundary implements Observer.
+func (w *DirWriter) Boundary(b BoundaryRow) {
+	w.report.Boundary(b)
+	w.line(BoundaryRecord(b))
 }
 
 // Notice implements Observer.

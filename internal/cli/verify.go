@@ -365,6 +365,14 @@ func (t *verifyTerminal) Scaling(s verify.ScalingRow) {
 	t.p.Progressf("[%s] scaling %s %s x%d: %.1f fwd/s, efficiency %.2f (%s)", s.Target, s.Model, s.Mode, s.Threads, s.FPS, s.Efficiency, s.Label)
 }
 
+func (t *verifyTerminal) Boundary(b verify.BoundaryRow) {
+	if t.p.json {
+		_ = t.p.JSONLine(verify.BoundaryRecord(b))
+		return
+	}
+	t.p.Progressf("[%s] thread boundary %s: %d of %d", b.Target, b.Op, b.Threads, b.Max)
+}
+
 func (t *verifyTerminal) Notice(target, msg string) {
 	if t.p.json {
 		_ = t.p.JSONLine(verify.NoticeRecord(target, msg))
@@ -440,6 +448,12 @@ func writeVerifyTable(p *printer, rep *verify.Report, reportDir string) {
 		for _, c := range curves {
 			fmt.Fprintf(w, "  %s %s: %s at %d threads; best %.1f fwd/s at %d threads\n",
 				c.Target, c.Model, c.Label, c.MaxThreads, c.BestFPS, c.BestThreads)
+		}
+	}
+	if len(rep.Boundaries) > 0 {
+		fmt.Fprintln(w, "\nthread boundary (largest passing count):")
+		for _, b := range rep.Boundaries {
+			fmt.Fprintf(w, "  %s %s: %d of %d\n", b.Target, b.Op, b.Threads, b.Max)
 		}
 	}
 	fmt.Fprintln(w)

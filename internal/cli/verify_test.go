@@ -74,7 +74,7 @@ func TestVerifyEndToEnd(t *testing.T) {
 			t.Errorf("no results from %s", f)
 		}
 	}
-	if types["scaling"] == 0 || types["env"] == 0 || types["summary"] != 1 || types["run"] != 1 {
+	if types["scaling"] == 0 || types["boundary"] == 0 || types["env"] == 0 || types["summary"] != 1 || types["run"] != 1 {
 		t.Errorf("record types: %v", types)
 	}
 
