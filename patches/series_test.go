@@ -24,6 +24,7 @@ var wantOrder = []string{
 	"0006-profiler-singleton.patch",
 	"0007-linear-mm-rewrite.patch",
 	"0008-allocator-scalar-stream.patch",
+	"0010-event-current-stream.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
@@ -36,6 +37,7 @@ var v291Blobs = map[string]string{
 	"aten/src/ATen/mps/MPSGuardImpl.h":              "008a8d57f3df663970f065f2c0851ad4b23f0e2a",
 	"aten/src/ATen/mps/MPSProfiler.mm":              "a91574c56c52d76e6de347e53267d60198c76bd9",
 	"aten/src/ATen/mps/MPSAllocator.mm":             "c8b3453fc81dd3e76c25bb0fe648d6e4bdc336c7",
+	"aten/src/ATen/mps/MPSEvent.mm":                 "ac4646141f0ed8d0bc7a78acd34ec8ec41b7aec7",
 	"aten/src/ATen/native/mps/OperationUtils.h":     "f9cd28ca06fa80688883e8b30c6aabedd08b8252",
 	"aten/src/ATen/native/mps/OperationUtils.mm":    "bf3e94207e25b48aa98986887a767379be63f2ad",
 	"aten/src/ATen/native/mps/MetalShaderLibrary.h": "535edd29ebd7ada7e78fadf8665fefeb3844865b",
