@@ -20,7 +20,9 @@ VARIANTS = M.LINEAR_VARIANTS + ("mixed",)
 
 @pytest.mark.parametrize("path", M.LINEAR_PATHS)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_linear_variants(settings, threads, variant, path):
+def test_linear_variants(settings, threads, variant, path, request):
+    # Only MPS has two linear paths; elsewhere both parametrizations run the same kernels.
+    request.node.user_properties.append(("linear_paths_differ", settings.device == "mps"))
     work = W.LinearWork(settings.device, variant=variant, path=path, batch=settings["batch"])
     # The four formulations must agree with each other before concurrency is even tried.
     x = work.inputs(0)[0]
