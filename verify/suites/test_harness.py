@@ -345,3 +345,80 @@ def test_run_and_check_catches_a_race():
 
     with pytest.raises(AssertionError, match="of 4 threads gave wrong results"):
         W.run_and_check(_RacyWork(4), 4, 1, timeout=60)
+
+
+_SAMPLE = '''
+import pytest
+
+def test_pass():
+    pass
+
+def test_wrong_result():
+    assert 1 + 1 == 3, "wrong sum"
+
+def test_raises():
+    raise RuntimeError("MPS exploded\\nsecond line")
+
+def test_skipped():
+    pytest.skip("not on this device")
+
+@pytest.fixture
+def broken():
+    raise OSError("setup went wrong")
+
+def test_setup_error(broken):
+    pass
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_crashed_before(n):
+    pass
+
+def test_after_the_crash():
+    pass
+'''
+
+
+def test_conftest_writes_the_runner_protocol(tmp_path):
+    """Run pytest on a sample file with this directory's conftest: the events file must hold
+    env first, then start/end per test with pass/fail/error/skip, and the deselect file must
+    remove the tests the runner lists."""
+    import shutil
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("conftest.py", "suite_harness.py", "pytest.ini"):
+        shutil.copy(os.path.join(here, name), str(tmp_path / name))
+    (tmp_path / "test_sample.py").write_text(_SAMPLE)
+    events = tmp_path / "events.jsonl"
+    deselect = tmp_path / "deselect"
+    deselect.write_text("verify/suites/test_sample.py::test_crashed_before\n")
+    env = dict(os.environ, **{H.EVENTS_ENV: str(events), H.DESELECT_ENV: str(deselect)})
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "--device", "cpu",
+                           "test_sample.py"], cwd=str(tmp_path), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout
+    assert "2 deselected" in proc.stdout, proc.stdout
+    evs = [json.loads(line) for line in events.read_text().splitlines()]
+    assert evs[0]["event"] == "env" and evs[0]["device"] == "cpu"
+    assert [e for e in evs if e["event"] == "env"] == [evs[0]]
+    starts = [e["id"] for e in evs if e["event"] == "start"]
+    ends = {e["id"]: e for e in evs if e["event"] == "end"}
+    want = {
+        "test_sample.py::test_pass": ("pass", ""),
+        "test_sample.py::test_wrong_result": ("fail", "AssertionError: wrong sum"),
+        "test_sample.py::test_raises": ("error", "RuntimeError: MPS exploded"),
+        "test_sample.py::test_skipped": ("skip", "not on this device"),
+        "test_sample.py::test_setup_error": ("error", "OSError: setup went wrong"),
+        "test_sample.py::test_after_the_crash": ("pass", ""),
+    }
+    assert sorted(starts) == sorted(want)
+    have = {k: (v["outcome"], v["message"]) for k, v in ends.items()}
+    assert have == want
+    for e in ends.values():
+        assert e["duration"] >= 0
+    # Each end follows its start.
+    order = [(e["event"], e.get("id")) for e in evs[1:]]
+    for nodeid in want:
+        assert order.index(("start", nodeid)) < order.index(("end", nodeid))
