@@ -36,7 +36,8 @@ func fakeOptions(t *testing.T, tree, mode string, extraEnv ...string) (Options, 
 		t.Fatal(err)
 	}
 	transcriptPath := filepath.Join(t.TempDir(), "transcript.json")
-	env := append(os.Environ(), "MPSPATCH_FAKE_PYTHON=1", "FAKE_MODE="+mode, "FAKE_TRANSCRIPT="+transcriptPath,
+	// GORACE: a -race binary otherwise sleeps a second at exit, every time it plays python.
+	env := append(os.Environ(), "GORACE=atexit_sleep_ms=0", "MPSPATCH_FAKE_PYTHON=1", "FAKE_MODE="+mode, "FAKE_TRANSCRIPT="+transcriptPath,
 		"FAKE_BUILD_DIR="+filepath.Join(t.TempDir(), "build"))
 	env = append(env, extraEnv...)
 	return Options{
