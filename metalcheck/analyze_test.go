@@ -130,10 +130,12 @@ func TestHeldLocks(t *testing.T) {
   E;
   @synchronized(obj) { F; }
   dispatch_sync(q, ^{ G; });
+  run([&] { std::lock_guard<std::mutex> g(m4); H; });
+  I;
 }
 `
 	m := analyze("x.mm", []byte(src))
-	want := map[string]string{"A": "", "B": "m1", "C": "m1 m2 m3", "D": "m1", "E": "", "F": "obj", "G": "q"}
+	want := map[string]string{"A": "", "B": "m1", "C": "m1 m2 m3", "D": "m1", "E": "", "F": "obj", "G": "q", "H": "m4", "I": ""}
 	for i := range m.code {
 		name := m.text(int32(i))
 		w, ok := want[name]
