@@ -41,9 +41,11 @@ def _run(settings, tmp_path, tag, procs, per_proc, model, iters):
         time.sleep(0.01)
     with open(go, "w"):
         pass
+    # Reap every child before judging any, so that none outlives the test.
+    finished = [(p, out, H.finish_child(proc, settings["child_timeout"]))
+                for p, out, proc in children]
     results, walls = [], []
-    for p, out, proc in children:
-        res = H.finish_child(proc, settings["child_timeout"])
+    for p, out, res in finished:
         if not res.ok:
             raise H.ThreadsFailed("%s: process %d of %d: %s" % (tag, p, procs, res.why()))
         results.extend(torch.load(out))
