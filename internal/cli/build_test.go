@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +15,16 @@ import (
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
-var (
-	fakePythonOnce sync.Once
-	fakePythonPath string
-	fakePythonErr  error
-)
-
-// fakePython builds testdata/fakepython once per test binary and returns its path.
+// fakePython builds testdata/fakepython into a temp dir and returns its path.
 func fakePython(t *testing.T) string {
 	t.Helper()
-	fakePythonOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mpspatch-fakepython-")
-		if err != nil {
-			fakePythonErr = err
-			return
-		}
-		fakePythonPath = filepath.Join(dir, "python3")
-		_, fakePythonErr = run.Output(context.Background(), run.Cmd{
-			Argv: []string{"go", "build", "-o", fakePythonPath, "./testdata/fakepython"},
-		})
-	})
-	if fakePythonErr != nil {
-		t.Fatalf("build the fake python: %v", fakePythonErr)
+	path := filepath.Join(t.TempDir(), "python3")
+	if _, err := run.Output(context.Background(), run.Cmd{
+		Argv: []string{"go", "build", "-o", path, "./testdata/fakepython"},
+	}); err != nil {
+		t.Fatalf("build the fake python: %v", err)
 	}
-	return fakePythonPath
+	return path
 }
 
 // pytorchTree makes the smallest tree the builder accepts.
