@@ -422,7 +422,7 @@ func TestBuildRealPip(t *testing.T) {
 		t.Fatalf("create a virtual environment with %s (Debian: python3-venv; set MPSPATCH_PYTHON for another interpreter): %v", base, err)
 	}
 	python := filepath.Join(venv, "bin", "python")
-	env := append(os.Environ(), "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
+	env := append(os.Environ(), "PIP_NO_INDEX=1", "PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
 
 	t.Run("success", func(t *testing.T) {
 		tree := copyTree(t)
