@@ -85,7 +85,6 @@ type Decl struct {
 	Const       bool
 	Container   bool
 	Mutex       bool
-	Type        string
 }
 
 func (d *Decl) qualified() string {
@@ -147,12 +146,14 @@ type arena struct {
 	toks, code     []Token
 	scopeOf, match []int32
 	scopes         []scope
+	funcs          []function
 	src            []byte
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
 	a.toks = tokenizeInto(a.toks, src, true)
-	m := &fileModel{path: path, src: src, code: a.code[:0], scopes: a.scopes[:0]}
+	clear(a.funcs) // drop the previous file's maps before reuse
+	m := &fileModel{path: path, src: src, code: a.code[:0], scopes: a.scopes[:0], funcs: a.funcs[:0]}
 	m.codeTokens(a.toks)
 	n := len(m.code)
 	if cap(a.scopeOf) < n {
@@ -161,7 +162,7 @@ func (a *arena) analyze(path string, src []byte) *fileModel {
 	}
 	m.scopeOf, m.match = a.scopeOf[:n], a.match[:n]
 	m.build()
-	a.code, a.scopes = m.code, m.scopes
+	a.code, a.scopes, a.funcs = m.code, m.scopes, m.funcs
 	return m
 }
 
@@ -967,7 +968,6 @@ scan:
 	if qualStart <= typeStart {
 		return // no type: an expression or a macro call
 	}
-	var typ strings.Builder
 	star := false
 	for j := typeStart; j < qualStart; j++ {
 		t := m.tb(j)
@@ -992,7 +992,6 @@ scan:
 		if string(t) == "*" {
 			star = true
 		}
-		typ.Write(t)
 	}
 	if m.is(stop, "(") && !d.Container && !d.Mutex {
 		return // a function declaration
@@ -1001,7 +1000,6 @@ scan:
 		d.Const = false
 	}
 	d.Name = m.text(nameAt)
-	d.Type = typ.String()
 	if qualStart < nameAt {
 		d.Class = m.text(nameAt - 2)
 		d.Static = true // out-of-class definition of a static member

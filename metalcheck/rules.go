@@ -464,15 +464,17 @@ func (m *fileModel) statementText(i int32) string {
 	return sb.String()
 }
 
+type memberKey struct{ class, name string }
+
 // symtab merges the declarations of every audited file.
 type symtab struct {
-	members map[string][]*Decl // Class::name
+	members map[memberKey][]*Decl
 	globals map[string][]*Decl // name
 	classes map[string]bool
 }
 
 func newSymtab(all []facts) *symtab {
-	st := &symtab{members: map[string][]*Decl{}, globals: map[string][]*Decl{}, classes: map[string]bool{}}
+	st := &symtab{members: map[memberKey][]*Decl{}, globals: map[string][]*Decl{}, classes: map[string]bool{}}
 	for fi := range all {
 		for di := range all[fi].decls {
 			st.add(&all[fi].decls[di])
@@ -483,7 +485,7 @@ func newSymtab(all []facts) *symtab {
 
 func (st *symtab) add(d *Decl) {
 	if d.Class != "" {
-		k := d.Class + "::" + d.Name
+		k := memberKey{d.Class, d.Name}
 		st.members[k] = append(st.members[k], d)
 		st.classes[d.Class] = true
 		return
@@ -534,13 +536,13 @@ func (st *symtab) resolve(c *candidate, file string) *Decl {
 		return nil
 	}
 	if c.qual != "" {
-		if d := merged(st.members[c.qual+"::"+c.name], file); d != nil {
+		if d := merged(st.members[memberKey{c.qual, c.name}], file); d != nil {
 			return d
 		}
 		return merged(st.globals[c.name], file)
 	}
 	if c.class != "" {
-		if d := merged(st.members[c.class+"::"+c.name], file); d != nil {
+		if d := merged(st.members[memberKey{c.class, c.name}], file); d != nil {
 			return d
 		}
 	}
