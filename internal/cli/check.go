@@ -13,6 +13,7 @@ import (
 
 type checkOptions struct {
 	treeOptions
+	ignoreBase bool
 }
 
 func newCheckCmd(d *deps) *cobra.Command {
@@ -37,6 +38,7 @@ to that tree: exact, at an offset (with the hunks that moved), or conflict (exit
 	}
 	addPatchesFlag(cmd, &opts.treeOptions)
 	cmd.Flags().StringVar(&opts.tree, "tree", "", "also check that the series applies to this tree")
+	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "as apply --ignore-base: accept touched files that differ from the recorded base")
 	return cmd
 }
 
@@ -57,7 +59,10 @@ type checkReport struct {
 	Tree      string             `json:"tree,omitempty"`
 	TreeState string             `json:"tree_state,omitempty"`
 	Conflicts []*series.Conflict `json:"conflicts,omitempty"`
-	Problems  []string           `json:"problems,omitempty"`
+	// BaseDiffers lists touched files that differ from the recorded base: apply refuses
+	// them unless --ignore-base.
+	BaseDiffers []string `json:"base_differs,omitempty"`
+	Problems    []string `json:"problems,omitempty"`
 }
 
 func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) error {
@@ -99,7 +104,7 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 		code = ExitCheckFailed
 	}
 	if withTree {
-		c, err := checkTree(s, opts.tree, &rep)
+		c, err := checkTree(s, opts, &rep)
 		if err != nil {
 			return err
 		}
@@ -117,7 +122,8 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 }
 
 // checkTree fills rep with the per-patch outcome on the tree; it writes nothing.
-func checkTree(s *series.Series, tree string, rep *checkReport) (int, error) {
+func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, error) {
+	tree := opts.tree
 	root, err := openTree(tree)
 	if err != nil {
 		return 0, err
@@ -128,7 +134,7 @@ func checkTree(s *series.Series, tree string, rep *checkReport) (int, error) {
 	// already holds the series is reported as such rather than as a conflict.
 	st, err := series.Inspect(root, s)
 	if err != nil {
-		return 0, fmt.Errorf("check %s: %w", tree, err)
+		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
 	}
 	rep.TreeState = string(st.Summary())
 	if st.Summary() == series.Applied {
@@ -137,10 +143,17 @@ func checkTree(s *series.Series, tree string, rep *checkReport) (int, error) {
 		}
 		return ExitOK, nil
 	}
+	// Say what apply would say: a tree whose files differ from the recorded base is
+	// refused without --ignore-base even when every hunk locates.
+	for _, f := range st.Edited() {
+		if f.Version >= 0 && !opts.ignoreBase {
+			rep.BaseDiffers = append(rep.BaseDiffers, f.Path)
+		}
+	}
 	plan, err := series.Compute(root, s, series.Forward)
 	var ce *series.ConflictError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, fmt.Errorf("check %s: %w", tree, err)
+		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
 	}
 	for i, r := range plan.Results {
 		rep.Patches[i].Outcome = r.Outcome()
@@ -148,6 +161,9 @@ func checkTree(s *series.Series, tree string, rep *checkReport) (int, error) {
 	}
 	if ce != nil {
 		rep.Conflicts = ce.Conflicts
+		return ExitConflict, nil
+	}
+	if len(rep.BaseDiffers) > 0 {
 		return ExitConflict, nil
 	}
 	return ExitOK, nil
@@ -177,6 +193,18 @@ func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
 	}
 	for _, pr := range rep.Problems {
 		fmt.Fprintf(w, "  %s %s\n", p.Paint(red, "problem:"), pr)
+	}
+	if len(rep.BaseDiffers) > 0 && len(rep.Conflicts) == 0 {
+		verb := "differ"
+		if len(rep.BaseDiffers) == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(w, "every hunk locates, but %s %s from the base the patches record (another upstream commit, or local edits):\n", plural(len(rep.BaseDiffers), "file"), verb)
+		for _, f := range rep.BaseDiffers {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+		fmt.Fprintln(w, "apply refuses such a tree; --ignore-base applies around the differences")
+		return
 	}
 	if rep.Tree != "" && len(rep.Conflicts) == 0 {
 		if rep.TreeState == string(series.Applied) {

@@ -59,7 +59,7 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 	defer root.Close()
 	st, err := series.Inspect(root, s)
 	if err != nil {
-		return fmt.Errorf("status %s: %w", opts.tree, err)
+		return engineError(fmt.Errorf("status %s: %w", opts.tree, err))
 	}
 	if st.Recovery != "" {
 		p.Warnf("an interrupted write was %s", st.Recovery)

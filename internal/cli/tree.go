@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -90,18 +91,22 @@ func openTree(dir string) (*os.Root, error) {
 func engineError(err error) error {
 	var ce *series.ConflictError
 	var se *series.StateError
+	var ue *series.UnsafePathError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ce), errors.As(err, &se):
+	case errors.As(err, &ce), errors.As(err, &se), errors.As(err, &ue):
 		return withCode(ExitConflict, err)
 	}
 	return err
 }
 
 func plural(n int, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return fmt.Sprintf("%d %s", n, word)
+	case strings.HasSuffix(word, "ch"), strings.HasSuffix(word, "s"):
+		return fmt.Sprintf("%d %ses", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }

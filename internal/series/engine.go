@@ -14,6 +14,9 @@ type Options struct {
 	// record (a newer upstream, or local edits) as long as every hunk still locates. The
 	// differences are kept: hunks are placed around them, never over them.
 	IgnoreBase bool
+	// Fsync makes the write phase durable against power loss, not only against a killed
+	// process (see CommitOptions).
+	Fsync bool
 }
 
 // Result is what Apply or Unapply did.
@@ -62,7 +65,12 @@ func Unapply(root *os.Root, s *Series, opts Options) (*Result, error) {
 }
 
 func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error) {
-	st, err := Inspect(root, s)
+	rec, err := Recover(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
+	}
+	tf := newTreeFiles(root)
+	st, err := inspect(tf, s, rec)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
@@ -96,7 +104,7 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 	case edited > 0 && !opts.IgnoreBase:
 		return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
 	}
-	plan, err := Compute(root, s, dir)
+	plan, err := computePatches(tf, s.Patches, dir)
 	res.Plan = plan
 	if err != nil {
 		return res, err
@@ -104,7 +112,7 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 	if opts.DryRun {
 		return res, nil
 	}
-	if err := Commit(root, plan, dir.verb(), s.Hash()); err != nil {
+	if err := Commit(root, plan, dir.verb(), s.Hash(), CommitOptions{Fsync: opts.Fsync}); err != nil {
 		return res, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
 	return res, nil

@@ -71,17 +71,20 @@ type hunkFailure struct {
 // applyFragments applies text hunks to data, in order, locating each at its recorded line
 // or the nearest offset where every context and removed line matches. It returns the new
 // content and where each hunk landed, or the first hunk that could not be placed.
+//
+// Hunks are located in the original lines (their headers count in those coordinates) and
+// the output is assembled in one pass, so a file costs one split and one copy however
+// many hunks it has.
 func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []placement, *hunkFailure) {
 	lines := splitLines(data)
 	crlf := isCRLF(lines)
-	var out []placement
-	delta := 0    // lines added minus removed by earlier hunks
-	lastOff := 0  // offset of the previous hunk: the file tends to be shifted as a block
-	minStart := 0 // a hunk may not start inside the previous one's result
+	var places []placement
+	out := make([]byte, 0, len(data)+len(data)/8)
+	cursor := 0  // lines before cursor are already in out
+	lastOff := 0 // offset of the previous hunk: the file tends to be shifted as a block
 
 	for i, frag := range frags {
 		var pre []string
-		leading, trailing := int(frag.LeadingContext), int(frag.TrailingContext)
 		for _, l := range frag.Lines {
 			if l.Old() {
 				pre = append(pre, l.Line)
@@ -91,65 +94,49 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 		if frag.OldLines == 0 {
 			recorded = int(frag.OldPosition) // pure insertion: after line OldPosition
 		}
-		expected := recorded + delta + lastOff
 		// As git apply: a hunk at line <= 1 must match at the beginning, a hunk without
 		// trailing context must match at the end. No context is ever dropped (zero fuzz).
 		anchor := ""
 		if frag.OldPosition <= 1 {
 			anchor = "beginning"
-		} else if trailing == 0 && len(pre) > 0 {
+		} else if frag.TrailingContext == 0 && len(pre) > 0 {
 			anchor = "end"
 		}
-		_ = leading
-		pos, ok := locate(lines, pre, expected, minStart, anchor)
+		expected := recorded + lastOff
+		pos, ok := locate(lines, pre, expected, cursor, anchor)
 		if !ok {
-			fail := describeFailure(lines, pre, i, expected, minStart, anchor, recorded)
-			// Report lines as the file on disk numbers them, not as the in-memory image
-			// with this file's earlier hunks applied.
-			if fail.foundLine > 0 {
-				fail.foundLine -= delta
-			}
-			return nil, out, fail
+			return nil, places, describeFailure(lines, pre, i, expected, cursor, anchor, recorded)
 		}
-		off := pos - (recorded + delta)
-		out = append(out, placement{Line: pos + 1, Offset: off})
+		lastOff = pos - recorded
+		places = append(places, placement{Line: pos + 1, Offset: lastOff})
 
-		var post []string
+		for _, l := range lines[cursor:pos] {
+			out = append(out, l...)
+		}
 		k := pos
 		for _, l := range frag.Lines {
 			switch l.Op {
 			case gitdiff.OpContext:
-				post = append(post, lines[k]) // keep the file's own bytes
+				out = append(out, lines[k]...) // keep the file's own bytes
 				k++
 			case gitdiff.OpDelete:
 				k++
 			case gitdiff.OpAdd:
 				text := l.Line
 				if crlf && strings.HasSuffix(text, "\n") && !strings.HasSuffix(text, "\r\n") {
-					text = text[:len(text)-1] + "\r\n"
+					out = append(out, text[:len(text)-1]...)
+					out = append(out, '\r', '\n')
+				} else {
+					out = append(out, text...)
 				}
-				post = append(post, text)
 			}
 		}
-		next := make([]string, 0, len(lines)-len(pre)+len(post))
-		next = append(next, lines[:pos]...)
-		next = append(next, post...)
-		next = append(next, lines[pos+len(pre):]...)
-		lines = next
-		minStart = pos + len(post)
-		delta += int(frag.LinesAdded) - int(frag.LinesDeleted)
-		lastOff = off
+		cursor = pos + len(pre)
 	}
-	var b strings.Builder
-	n := 0
-	for _, l := range lines {
-		n += len(l)
+	for _, l := range lines[cursor:] {
+		out = append(out, l...)
 	}
-	b.Grow(n)
-	for _, l := range lines {
-		b.WriteString(l)
-	}
-	return []byte(b.String()), out, nil
+	return out, places, nil
 }
 
 func matchesAt(lines, pre []string, pos int) bool {

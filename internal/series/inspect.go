@@ -1,7 +1,7 @@
 package series
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -168,11 +168,15 @@ func Inspect(root *os.Root, s *Series) (*TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	return inspect(newTreeFiles(root), s, rec)
+}
+
+func inspect(tf *treeFiles, s *Series, rec string) (*TreeStatus, error) {
 	ts := &TreeStatus{Recovery: rec}
 	ch, order := chains(s)
 	version := map[string]int{}
 	for _, p := range order {
-		fst, err := inspectPath(root, p, ch[p])
+		fst, err := inspectPath(tf, p, ch[p])
 		if err != nil {
 			return nil, err
 		}
@@ -217,31 +221,26 @@ func Inspect(root *os.Root, s *Series) (*TreeStatus, error) {
 	return ts, nil
 }
 
-func inspectPath(root *os.Root, p string, steps []step) (FileStatus, error) {
+func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, error) {
 	fst := FileStatus{Path: p, Steps: len(steps), Version: -1}
-	if err := CheckPath(p); err != nil {
+	f, err := tf.read(p)
+	if err != nil {
 		return fst, err
 	}
-	if err := checkNoSymlink(root, p); err != nil {
-		return fst, err
-	}
-	data, err := root.ReadFile(p)
-	have, exec := absent, false
-	switch {
-	case err == nil:
-		fi, err := root.Lstat(p)
-		if err != nil {
-			return fst, fmt.Errorf("stat %s: %w", p, err)
-		}
+	data, have, exec := f.data, absent, false
+	if f.exists {
 		fst.Exists = true
-		have, exec = BlobID(data), fi.Mode().Perm()&0o100 != 0
+		have, exec = BlobID(data), f.mode&0o100 != 0
 		fst.Blob = have
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return fst, fmt.Errorf("read %s: %w", p, err)
 	}
 	// First the blob IDs (and modes) the patches record: exact and cheap. The highest
 	// version that matches wins, so a tree that holds the series reads as applied.
+	// A checkout with core.autocrlf holds CRLF where the patches recorded LF blobs: a file
+	// that matches once its CRLFs are LFs is the same version, not an edited one.
+	haveLF := have
+	if f.exists && bytes.Contains(data, []byte("\r\n")) {
+		haveLF = BlobID(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
+	}
 	vs := versions(steps)
 	known := true
 	for _, v := range vs {
@@ -251,7 +250,7 @@ func inspectPath(root *os.Root, p string, steps []step) (FileStatus, error) {
 	}
 	for k := len(vs) - 1; k >= 0; k-- {
 		v := vs[k]
-		if oidMatches(have, v.oid) && (v.mode == 0 || have == absent || (v.mode&0o100 != 0) == exec) {
+		if (oidMatches(have, v.oid) || oidMatches(haveLF, v.oid)) && (v.mode == 0 || have == absent || (v.mode&0o100 != 0) == exec) {
 			fst.Version = k
 			return fst, nil
 		}

@@ -1,7 +1,6 @@
 package series
 
 import (
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
@@ -16,25 +15,23 @@ import (
 const StateDir = ".mpspatch"
 
 const (
-	pendingFile = StateDir + "/journal.pending" // written first: temp files that may exist
-	journalFile = StateDir + "/journal.json"    // its appearance is the commit point
+	journalTmp  = StateDir + "/journal.tmp"  // being written; never trusted
+	journalFile = StateDir + "/journal.json" // its appearance is the commit point
 )
 
-// journal is the on-disk record of one write phase.
+// journal is a redo log: everything needed to finish the write phase from any point.
 type journal struct {
 	Version int            `json:"version"`
 	Op      string         `json:"op"`
 	Series  string         `json:"series,omitempty"`
 	Entries []journalEntry `json:"entries"`
-	Dirs    []string       `json:"dirs,omitempty"` // directories created for new files
 }
 
 type journalEntry struct {
-	Path   string      `json:"path"`
-	Tmp    string      `json:"tmp,omitempty"` // staged content; empty for a deletion
-	Delete bool        `json:"delete,omitempty"`
-	Mode   fs.FileMode `json:"mode,omitempty"`
-	Blob   string      `json:"blob,omitempty"` // git blob ID of the new content
+	Path    string      `json:"path"`
+	Delete  bool        `json:"delete,omitempty"`
+	Mode    fs.FileMode `json:"mode,omitempty"`
+	Content []byte      `json:"content,omitempty"` // the new content (base64 in JSON)
 }
 
 // crashHook, when set (only by tests), is called at every step of the write phase so a
@@ -55,114 +52,99 @@ func BlobID(data []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// CommitOptions tune the write phase.
+type CommitOptions struct {
+	// Fsync makes the journal and the written files durable against power loss and OS
+	// crashes. A killed process needs none of it: the page cache outlives the process,
+	// and the journal alone decides the outcome.
+	Fsync bool
+}
+
 // Commit writes plan's changes to the tree at root, all or nothing.
 //
-// Protocol: (1) journal.pending lists the temp files about to be staged; (2) every new
-// content is written to a temp file beside its target and synced; (3) journal.json is
-// renamed into place: from here on the change is decided; (4) temp files are renamed over
-// their targets and deletions done; (5) the journal is removed. Recover finishes (4) and (5)
-// after a crash past (3), and removes the temp files after a crash before it, so the tree
-// is always wholly before or wholly after.
-func Commit(root *os.Root, plan *Plan, op, seriesHash string) error {
+// Protocol (a redo log): (1) the journal, holding every new content, is written to
+// journal.tmp; (2) it is renamed to journal.json — the commit point; (3) each target is
+// rewritten in place (removed, then created with its mode) or deleted; (4) the journal is
+// removed. A crash before (2) leaves the tree untouched and a stray journal.tmp that
+// recovery deletes; a crash after it leaves journal.json, from which recovery rewrites
+// every target again (idempotent), so the tree is always wholly before or wholly after.
+//
+// Targets are replaced by remove+create rather than rename-over, as git apply does:
+// ext4 flushes a file's data when another file is renamed over it, which would cost a
+// disk write per file.
+func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions) error {
 	if len(plan.Changes) == 0 {
 		return nil
+	}
+	if Pending(root) {
+		return fmt.Errorf("an interrupted write awaits recovery (%s); run `mpspatch status` first", journalFile)
+	}
+	j := journal{Version: 2, Op: op, Series: seriesHash}
+	for _, ch := range plan.Changes {
+		e := journalEntry{Path: ch.Path, Delete: !ch.NewExists}
+		if ch.NewExists {
+			e.Mode, e.Content = ch.NewMode, ch.NewData
+		}
+		j.Entries = append(j.Entries, e)
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return err
 	}
 	if err := root.MkdirAll(StateDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", StateDir, err)
 	}
-	if Pending(root) {
-		return fmt.Errorf("an interrupted write awaits recovery (%s); run `mpspatch status` first", StateDir)
+	if err := writeFile(root, journalTmp, data, 0o644, opts.Fsync); err != nil {
+		_ = root.Remove(journalTmp)
+		_ = root.Remove(StateDir)
+		return fmt.Errorf("write journal: %w (nothing was changed)", err)
 	}
-	j := journal{Version: 1, Op: op, Series: seriesHash}
-	tag := randomTag()
-	for _, ch := range plan.Changes {
-		e := journalEntry{Path: ch.Path}
-		if ch.NewExists {
-			e.Tmp = path.Join(path.Dir(ch.Path), "."+path.Base(ch.Path)+".mpspatch-"+tag)
-			e.Mode = ch.NewMode
-			e.Blob = BlobID(ch.NewData)
-		} else {
-			e.Delete = true
-		}
-		j.Entries = append(j.Entries, e)
-		if ch.NewExists {
-			for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
-				if _, err := root.Lstat(d); errors.Is(err, fs.ErrNotExist) {
-					j.Dirs = append(j.Dirs, d)
-				}
-			}
-		}
+	crashpoint("journal written")
+	if err := root.Rename(journalTmp, journalFile); err != nil {
+		_ = root.Remove(journalTmp)
+		_ = root.Remove(StateDir)
+		return fmt.Errorf("commit journal: %w (nothing was changed)", err)
 	}
-	if err := writeJSONSynced(root, pendingFile, j); err != nil {
-		return err
+	if opts.Fsync {
+		syncDir(root, StateDir)
 	}
-	crashpoint("pending")
-
-	for i, ch := range plan.Changes {
-		e := j.Entries[i]
-		if e.Delete {
-			continue
-		}
-		if err := root.MkdirAll(path.Dir(ch.Path), 0o755); err != nil {
-			return rollback(root, j, fmt.Errorf("create directory for %s: %w", ch.Path, err))
-		}
-		if err := writeSynced(root, e.Tmp, ch.NewData, e.Mode); err != nil {
-			return rollback(root, j, fmt.Errorf("stage %s: %w", ch.Path, err))
-		}
-		crashpoint("staged " + ch.Path)
-	}
-	syncDirs(root, j)
-
-	// The commit point: once journal.json exists, recovery rolls forward.
-	if err := writeJSONSynced(root, journalFile+".tmp", j); err != nil {
-		return rollback(root, j, err)
-	}
-	if err := root.Rename(journalFile+".tmp", journalFile); err != nil {
-		return rollback(root, j, fmt.Errorf("commit journal: %w", err))
-	}
-	syncDir(root, StateDir)
 	crashpoint("committed")
-	return rollForward(root, j)
+	return rollForward(root, j, opts.Fsync)
 }
 
-// Recover finishes or undoes a write phase interrupted by a crash. It reports whether
-// there was anything to do: "rolled forward", "rolled back" or "".
+// Recover finishes or undoes a write phase interrupted by a crash. It reports what it
+// did: "rolled forward", "rolled back" or "" when there was nothing to do.
 func Recover(root *os.Root) (string, error) {
-	if data, err := root.ReadFile(journalFile); err == nil {
+	data, err := root.ReadFile(journalFile)
+	switch {
+	case err == nil:
 		var j journal
-		if err := json.Unmarshal(data, &j); err != nil {
-			return "", fmt.Errorf("journal %s is unreadable (%v); the tree may be half-written: inspect it and remove the journal by hand", journalFile, err)
+		if err := json.Unmarshal(data, &j); err != nil || j.Version != 2 {
+			return "", fmt.Errorf("journal %s is unreadable (%v); inspect the touched files and remove it by hand", journalFile, err)
 		}
-		if err := rollForward(root, j); err != nil {
+		if err := rollForward(root, j, false); err != nil {
 			return "", err
 		}
 		return "rolled forward", nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	case !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("read journal: %w", err)
 	}
-	_ = root.Remove(journalFile + ".tmp")
-	data, err := root.ReadFile(pendingFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read journal: %w", err)
-	}
-	var j journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		// A torn pending file means the crash came before any temp file was written.
-		_ = root.Remove(pendingFile)
+	if _, err := root.Lstat(journalTmp); err == nil {
+		// The crash came before the commit point: the tree was never touched.
+		if err := root.Remove(journalTmp); err != nil {
+			return "", fmt.Errorf("roll back: %w", err)
+		}
+		_ = root.Remove(StateDir)
 		return "rolled back", nil
 	}
-	if err := rollback(root, j, nil); err != nil {
-		return "", err
-	}
-	return "rolled back", nil
+	// A crash right after the journal was removed leaves the directory behind, empty.
+	_ = root.Remove(StateDir)
+	return "", nil
 }
 
 // Pending says whether an interrupted write phase awaits recovery.
 func Pending(root *os.Root) bool {
-	for _, f := range []string{journalFile, pendingFile} {
+	for _, f := range []string{journalFile, journalTmp} {
 		if _, err := root.Lstat(f); err == nil {
 			return true
 		}
@@ -170,60 +152,33 @@ func Pending(root *os.Root) bool {
 	return false
 }
 
-func rollForward(root *os.Root, j journal) error {
+func rollForward(root *os.Root, j journal, fsync bool) error {
 	for _, e := range j.Entries {
+		if err := root.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("replace %s: %w (journal kept at %s)", e.Path, err, journalFile)
+		}
 		if e.Delete {
-			if err := root.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("delete %s: %w", e.Path, err)
-			}
 			removeEmptyParents(root, e.Path)
 			crashpoint("deleted " + e.Path)
 			continue
 		}
-		err := root.Rename(e.Tmp, e.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Renamed before the crash: the target must hold the new content.
-			data, rerr := root.ReadFile(e.Path)
-			if rerr != nil || BlobID(data) != e.Blob {
-				return fmt.Errorf("journal: %s is neither staged nor written; the tree needs a look by hand (journal kept at %s)", e.Path, journalFile)
-			}
-			continue
+		if err := root.MkdirAll(path.Dir(e.Path), 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w (journal kept at %s)", e.Path, err, journalFile)
 		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", e.Path, err)
+		crashpoint("removed " + e.Path)
+		if err := writeFile(root, e.Path, e.Content, e.Mode, fsync); err != nil {
+			return fmt.Errorf("write %s: %w (journal kept at %s)", e.Path, err, journalFile)
 		}
-		crashpoint("renamed " + e.Path)
+		crashpoint("wrote " + e.Path)
 	}
-	syncDirs(root, j)
+	if fsync {
+		syncDirs(root, j)
+	}
 	if err := root.Remove(journalFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove journal: %w", err)
 	}
 	crashpoint("journal removed")
-	_ = root.Remove(pendingFile)
-	_ = root.Remove(StateDir) // only when empty
-	return nil
-}
-
-// rollback removes staged temp files and created directories; cause, when non-nil, is
-// returned wrapped so the caller sees why the write phase stopped.
-func rollback(root *os.Root, j journal, cause error) error {
-	for _, e := range j.Entries {
-		if e.Tmp != "" {
-			if err := root.Remove(e.Tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("roll back: remove %s: %w", e.Tmp, err)
-			}
-		}
-	}
-	for i := len(j.Dirs) - 1; i >= 0; i-- {
-		_ = root.Remove(j.Dirs[i]) // only removes it when empty
-	}
-	if err := root.Remove(pendingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("roll back: %w", err)
-	}
-	_ = root.Remove(StateDir)
-	if cause != nil {
-		return fmt.Errorf("%w (nothing was changed)", cause)
-	}
+	_ = root.Remove(StateDir) // only when empty: build logs may live there too
 	return nil
 }
 
@@ -235,16 +190,8 @@ func removeEmptyParents(root *os.Root, p string) {
 	}
 }
 
-func writeJSONSynced(root *os.Root, name string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeSynced(root, name, append(data, '\n'), 0o644)
-}
-
-// writeSynced writes data to name (created or truncated) and fsyncs it.
-func writeSynced(root *os.Root, name string, data []byte, mode fs.FileMode) error {
+// writeFile creates (or truncates) name with data and mode, syncing it when asked.
+func writeFile(root *os.Root, name string, data []byte, mode fs.FileMode, fsync bool) error {
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return err
@@ -254,13 +201,17 @@ func writeSynced(root *os.Root, name string, data []byte, mode fs.FileMode) erro
 		return err
 	}
 	// The umask may have narrowed the mode; the patch's mode is what the file must have.
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
+	if mode&0o022 != 0 || mode&0o111 != 0 {
+		if err := f.Chmod(mode); err != nil {
+			f.Close()
+			return err
+		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if fsync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }
@@ -285,10 +236,4 @@ func syncDir(root *os.Root, dir string) {
 	}
 	_ = f.Sync()
 	f.Close()
-}
-
-func randomTag() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

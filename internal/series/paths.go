@@ -3,8 +3,6 @@ package series
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"strings"
 )
@@ -35,36 +33,6 @@ func CheckPath(p string) error {
 	}
 	if path.Clean(p) != p {
 		return fmt.Errorf("%s: path is not clean", p)
-	}
-	return nil
-}
-
-// checkNoSymlink refuses a path whose parent directories or the file itself are symbolic
-// links inside the tree. os.Root already refuses links that leave the tree; this also
-// refuses links that stay inside it, because a patch must name the file it changes.
-func checkNoSymlink(root *os.Root, p string) error {
-	parts := strings.Split(p, "/")
-	for i := 1; i <= len(parts); i++ {
-		prefix := strings.Join(parts[:i], "/")
-		fi, err := root.Lstat(prefix)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // nothing further exists to be a link
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if i == len(parts) {
-				return fmt.Errorf("%s: is a symbolic link in the tree; refusing to patch through it", p)
-			}
-			return fmt.Errorf("%s: %s is a symbolic link in the tree; refusing to patch through it", p, prefix)
-		}
-		if i < len(parts) && !fi.IsDir() {
-			return fmt.Errorf("%s: %s is not a directory", p, prefix)
-		}
-		if i == len(parts) && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
 	}
 	return nil
 }

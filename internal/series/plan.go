@@ -2,7 +2,6 @@ package series
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -190,7 +189,11 @@ func Compute(root *os.Root, s *Series, dir Direction) (*Plan, error) {
 
 // ComputePatches is Compute for a list of patches (a prefix of a series, for example).
 func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, error) {
-	c := &computer{root: root, images: map[string]*image{}, dir: dir}
+	return computePatches(newTreeFiles(root), patches, dir)
+}
+
+func computePatches(tf *treeFiles, patches []*Patch, dir Direction) (*Plan, error) {
+	c := &computer{tree: tf, images: map[string]*image{}, dir: dir}
 	plan := &Plan{Direction: dir}
 	order := make([]*Patch, len(patches))
 	copy(order, patches)
@@ -229,7 +232,7 @@ func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, erro
 }
 
 type computer struct {
-	root   *os.Root
+	tree   *treeFiles
 	dir    Direction
 	images map[string]*image
 	order  []string // paths in first-touch order, for deterministic writes
@@ -241,25 +244,11 @@ func (c *computer) load(path string) (*image, error) {
 	if im, ok := c.images[path]; ok {
 		return im, nil
 	}
-	if err := CheckPath(path); err != nil {
+	f, err := c.tree.read(path)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkNoSymlink(c.root, path); err != nil {
-		return nil, err
-	}
-	im := &image{}
-	data, err := c.root.ReadFile(path)
-	switch {
-	case err == nil:
-		fi, err := c.root.Lstat(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		im.exists, im.data, im.mode = true, data, fi.Mode().Perm()
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
+	im := &image{exists: f.exists, data: f.data, mode: f.mode}
 	im.origExists, im.origData, im.origMode = im.exists, im.data, im.mode
 	c.images[path] = im
 	c.order = append(c.order, path)

@@ -137,11 +137,12 @@ func Load(fsys fs.FS, dir, source string) (*Series, error) {
 }
 
 type loader struct {
-	fsys     fs.FS
-	dir      string
-	s        *Series
-	problems []Problem
-	order    []byte
+	fsys      fs.FS
+	dir       string
+	s         *Series
+	problems  []Problem
+	order     []byte
+	mentioned map[string]bool // names on series lines, well formed or not
 }
 
 func (l *loader) problem(file string, line int, format string, args ...any) {
@@ -172,7 +173,7 @@ func (l *loader) load() {
 	}
 	var unlisted []string
 	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".patch") && !listed[e.Name()] {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".patch") && !listed[e.Name()] && !l.mentioned[e.Name()] {
 			unlisted = append(unlisted, e.Name())
 		}
 	}
@@ -195,6 +196,7 @@ func (l *loader) dirOrDot() string {
 // parseOrder reads the series file: names, comments, blank lines.
 func (l *loader) parseOrder(order []byte) map[string]bool {
 	listed := map[string]bool{}
+	l.mentioned = map[string]bool{}
 	ids := map[int]int{} // ID -> series line
 	sc := bufio.NewScanner(bytes.NewReader(order))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -205,6 +207,7 @@ func (l *loader) parseOrder(order []byte) map[string]bool {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
+		l.mentioned[strings.Fields(text)[0]] = true
 		if strings.ContainsAny(text, " \t") {
 			// quilt allows options after the name (-p1); we do not, say so plainly.
 			l.problem(OrderFile, line, "want one patch file name per line, have %q", text)
@@ -445,18 +448,27 @@ func headerLine(raw []byte, prefix string) int {
 	return 1
 }
 
-// diffLine finds the `diff --git` line of the i-th file in raw.
+// diffLine finds the line where the i-th file's diff starts: its `diff --git` line, or
+// for a plain unified diff its `--- ` line.
 func diffLine(raw []byte, f *gitdiff.File, i int) int {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 4096), MaxPatchSize)
-	n, seen := 0, -1
+	n, seen, prevGit := 0, -1, false
 	for sc.Scan() {
 		n++
-		if strings.HasPrefix(sc.Text(), "diff --git ") {
+		text := sc.Text()
+		isGit := strings.HasPrefix(text, "diff --git ")
+		// A `--- ` header that follows a `diff --git` line belongs to it.
+		if isGit || (strings.HasPrefix(text, "--- ") && !prevGit && n > 1) {
 			seen++
 			if seen == i {
 				return n
 			}
+		}
+		if isGit {
+			prevGit = true
+		} else if strings.HasPrefix(text, "+++ ") {
+			prevGit = false
 		}
 	}
 	return 0
