@@ -106,7 +106,7 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 	if opts.reverse {
 		verb, do = "unapply", series.Unapply
 	}
-	p.Progressf("%s %s (%s) to %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
+	p.Progressf("%s: series %s, %s, tree %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
 	res, err := do(root, s, series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase})
 
 	rep := applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun}

@@ -189,8 +189,10 @@ def provenance_line(env):
     elif "unreadable" in prov:
         origin = "provenance unreadable: " + prov["unreadable"]
     else:
-        keys = ("commit", "series", "patches", "built")
-        parts = ["%s=%s" % (k, prov[k]) for k in keys if k in prov]
+        # The stamp `mpspatch build` writes (docs/build.md): the patch list is shown as a count.
+        keys = ("upstream_commit", "series_hash", "patches", "built_at")
+        parts = ["%s=%s" % (k, len(prov[k]) if isinstance(prov[k], list) else prov[k])
+                 for k in keys if k in prov]
         origin = "mpspatch provenance " + (" ".join(parts) if parts else json.dumps(prov, sort_keys=True))
     return "mpspatch: torch %s (git %s) at %s; %s" % (
         env["torch"], env["torch_git"], env["torch_path"], origin)

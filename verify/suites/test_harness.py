@@ -291,10 +291,13 @@ def test_read_provenance(tmp_path):
 
 def test_provenance_line():
     env = {"torch": "2.9.1", "torch_git": "d38164a", "torch_path": "/t/__init__.py",
-           "provenance": {"commit": "d38164a", "patches": 7}}
+           "provenance": {"upstream_commit": "d38164a", "series_hash": "4f1c0d9e",
+                          "patches": ["0001-stream-pool.patch", "0002-per-stream-locking.patch"],
+                          "built_at": "2025-12-12T10:30:00Z", "python": "/usr/bin/python3"}}
     assert H.provenance_line(env) == (
         "mpspatch: torch 2.9.1 (git d38164a) at /t/__init__.py; "
-        "mpspatch provenance commit=d38164a patches=7")
+        "mpspatch provenance upstream_commit=d38164a series_hash=4f1c0d9e patches=2 "
+        "built_at=2025-12-12T10:30:00Z")
     env["provenance"] = None
     assert H.provenance_line(env).endswith("no mpspatch provenance (stock or foreign build)")
 
