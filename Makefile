@@ -6,6 +6,9 @@ LDFLAGS   := -X github.com/mpspatch/mpspatch/internal/cli.version=$(VERSION)
 FUZZTIME  ?= 4s
 PYTHON    ?= $(or $(MPSPATCH_PYTHON),python3)
 PKGS      := ./...
+# Tests re-run race-enabled binaries as children (fake python, probe child, crash tests);
+# without this each of their exits sleeps a second waiting for race reports.
+export GORACE := atexit_sleep_ms=0
 
 .PHONY: all build test unit race lint vet fmt-check cross fuzz bench test-python docs clean
 
