@@ -1,7 +1,6 @@
 package metalcheck
 
 import (
-	"bytes"
 	"strings"
 )
 
@@ -143,7 +142,7 @@ func analyze(path string, src []byte) *fileModel {
 // arena holds the per-file buffers one worker reuses from file to file. Facts extracted
 // from a model copy what they keep, so the next file may overwrite the buffers.
 type arena struct {
-	toks, code     []Token
+	code, dirs     []Token
 	scopeOf, match []int32
 	scopes         []scope
 	funcs          []function
@@ -151,10 +150,9 @@ type arena struct {
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
-	a.toks = tokenizeInto(a.toks, src, true)
 	clear(a.funcs) // drop the previous file's maps before reuse
-	m := &fileModel{path: path, src: src, code: a.code[:0], scopes: a.scopes[:0], funcs: a.funcs[:0]}
-	m.codeTokens(a.toks)
+	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0]}
+	m.code, m.directives = lexCode(a.code, a.dirs, src)
 	n := len(m.code)
 	if cap(a.scopeOf) < n {
 		a.scopeOf = make([]int32, n, n+n/4)
@@ -162,93 +160,8 @@ func (a *arena) analyze(path string, src []byte) *fileModel {
 	}
 	m.scopeOf, m.match = a.scopeOf[:n], a.match[:n]
 	m.build()
-	a.code, a.scopes, a.funcs = m.code, m.scopes, m.funcs
+	a.code, a.dirs, a.scopes, a.funcs = m.code, m.directives, m.scopes, m.funcs
 	return m
-}
-
-// codeTokens keeps the tokens the compiler would see on a plausible configuration: comments
-// and directives go, the first branch of each #if is kept (the #else branch of #if 0), and
-// [[ and ]] become two brackets so that nested ObjC sends ([[X alloc] init]) match.
-func (m *fileModel) codeTokens(toks []Token) {
-	type cond struct{ parentActive, active, taken bool }
-	var conds []cond
-	active := true
-	if cap(m.code) < len(toks)+8 {
-		m.code = make([]Token, 0, len(toks)+len(toks)/8+8)
-	}
-	for _, t := range toks {
-		switch t.Kind {
-		case Comment:
-			continue
-		case Directive:
-			m.directives = append(m.directives, t)
-			word, rest := directiveWord(m.src[t.Off:t.End])
-			switch word {
-			case "if", "ifdef", "ifndef":
-				taken := !(word == "if" && isZeroCond(rest))
-				conds = append(conds, cond{parentActive: active, active: active && taken, taken: taken})
-			case "elif", "elifdef", "elifndef":
-				if n := len(conds); n > 0 {
-					c := &conds[n-1]
-					if c.taken {
-						c.active = false
-					} else {
-						c.taken = !(word == "elif" && isZeroCond(rest))
-						c.active = c.parentActive && c.taken
-					}
-				}
-			case "else":
-				if n := len(conds); n > 0 {
-					c := &conds[n-1]
-					c.active = c.parentActive && !c.taken
-					c.taken = true
-				}
-			case "endif":
-				if n := len(conds); n > 0 {
-					conds = conds[:n-1]
-				}
-			}
-			active = true
-			if n := len(conds); n > 0 {
-				active = conds[n-1].active
-			}
-			continue
-		}
-		if !active {
-			continue
-		}
-		if t.Kind == Punct && t.End-t.Off == 2 {
-			if b := m.src[t.Off:t.End]; string(b) == "[[" || string(b) == "]]" {
-				a, c := t, t
-				a.End = t.Off + 1
-				c.Off, c.Col = t.Off+1, t.Col+1
-				m.code = append(m.code, a, c)
-				continue
-			}
-		}
-		m.code = append(m.code, t)
-	}
-}
-
-// directiveWord returns the directive's name (if, define, ...) and the rest of its line.
-func directiveWord(b []byte) (string, []byte) {
-	b = bytes.TrimLeft(b[1:], " \t")
-	i := 0
-	for i < len(b) && isIdentChar(b[i]) {
-		i++
-	}
-	return string(b[:i]), b[i:]
-}
-
-func isZeroCond(rest []byte) bool {
-	if i := bytes.Index(rest, []byte("//")); i >= 0 {
-		rest = rest[:i]
-	}
-	if i := bytes.Index(rest, []byte("/*")); i >= 0 {
-		rest = rest[:i]
-	}
-	s := string(bytes.TrimSpace(rest))
-	return s == "0" || s == "false" || s == "(0)"
 }
 
 // build walks the code tokens once, matching brackets, classifying every brace pair and
@@ -550,35 +463,57 @@ func (m *fileModel) isLambdaOpen(i int32) bool {
 // @implementation/@interface header at the start of [s, e); it returns the first index left.
 func (m *fileModel) stripPrefix(s, e int32) int32 {
 	for s < e {
-		switch {
-		case m.isObjCHeader(s):
-			s = m.objcHeaderEnd(s, e)
-		case (m.is(s, "public") || m.is(s, "private") || m.is(s, "protected") || m.is(s, "default")) && m.is(s+1, ":"):
-			s += 2
-		case m.is(s, "@public") || m.is(s, "@private") || m.is(s, "@protected") || m.is(s, "@package"):
-			s++
-		case m.is(s, "case"):
-			j := s + 1
-			for j < e && !m.is(j, ":") {
-				j++
-			}
-			s = j + 1
-		case m.isIdent(s) && m.is(s+1, ":") && !controlWords[string(m.tb(s))] && s+2 <= e:
-			s += 2 // goto label
-		case m.is(s, "template") && m.is(s+1, "<"):
-			s = m.angleEnd(s+1, e)
-		case m.is(s, "[") && m.is(s+1, "["):
-			j := m.match[s]
-			if j < 0 || j >= e {
+		switch m.code[s].Kind {
+		case Ident:
+			switch string(m.tb(s)) {
+			case "@implementation", "@interface", "@protocol":
+				s = m.objcHeaderEnd(s, e)
+				continue
+			case "public", "private", "protected", "default":
+				if m.is(s+1, ":") {
+					s += 2
+					continue
+				}
 				return s
-			}
-			s = j + 1
-		case m.is(s, "__attribute__") || m.is(s, "alignas") || m.is(s, "__declspec"):
-			if m.is(s+1, "(") && m.match[s+1] > 0 && m.match[s+1] < e {
-				s = m.match[s+1] + 1
-			} else {
+			case "@public", "@private", "@protected", "@package":
 				s++
+				continue
+			case "case":
+				j := s + 1
+				for j < e && !m.is(j, ":") {
+					j++
+				}
+				s = j + 1
+				continue
+			case "template":
+				if m.is(s+1, "<") {
+					s = m.angleEnd(s+1, e)
+					continue
+				}
+				return s
+			case "__attribute__", "alignas", "__declspec":
+				if m.is(s+1, "(") && m.match[s+1] > 0 && m.match[s+1] < e {
+					s = m.match[s+1] + 1
+				} else {
+					s++
+				}
+				continue
 			}
+			if m.is(s+1, ":") && s+2 <= e && !controlWords[string(m.tb(s))] {
+				s += 2 // goto label
+				continue
+			}
+			return s
+		case Punct:
+			if m.is(s, "[") && m.is(s+1, "[") {
+				j := m.match[s]
+				if j < 0 || j >= e {
+					return s
+				}
+				s = j + 1
+				continue
+			}
+			return s
 		default:
 			return s
 		}

@@ -82,6 +82,116 @@ type lexer struct {
 	bol        bool // only white space since the last newline
 	directives bool
 	toks       []Token
+
+	// Code mode (lexCode): comments are dropped, directives go to dirs, tokens of dead
+	// #if branches are dropped, and [[ / ]] become two brackets.
+	code   bool
+	dirs   []Token
+	conds  []cond
+	active bool
+}
+
+// cond is one open #if: whether its parent is live, whether this branch is, and whether
+// a branch of it has been taken.
+type cond struct{ parentActive, active, taken bool }
+
+// lexCode tokenizes src into the code tokens the analysis reads, appending to buf[:0] and
+// dirs[:0]: what the compiler would see on a plausible configuration. Comments go;
+// directives are returned apart; of each #if the first live branch is kept (the #else
+// branch of #if 0); [[ and ]] become two brackets so that nested ObjC sends match.
+func lexCode(buf, dirs []Token, src []byte) ([]Token, []Token) {
+	if len(src) > maxSource {
+		src = src[:maxSource]
+	}
+	lx := lexer{src: src, line: 1, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
+	if want := len(src)/3 + 4; cap(buf) < want {
+		buf = make([]Token, 0, want)
+	}
+	lx.toks = buf[:0]
+	lx.run()
+	return lx.toks, lx.dirs
+}
+
+// emitCode appends t in code mode.
+func (lx *lexer) emitCode(t Token) {
+	switch t.Kind {
+	case Comment:
+		return
+	case Directive:
+		lx.dirs = append(lx.dirs, t)
+		lx.directive(lx.src[t.Off:t.End])
+		return
+	}
+	if !lx.active {
+		return
+	}
+	if t.Kind == Punct && t.End-t.Off == 2 {
+		if b := lx.src[t.Off:t.End]; string(b) == "[[" || string(b) == "]]" {
+			a, c := t, t
+			a.End = t.Off + 1
+			c.Off, c.Col = t.Off+1, t.Col+1
+			lx.toks = append(lx.toks, a, c)
+			return
+		}
+	}
+	lx.toks = append(lx.toks, t)
+}
+
+// directive updates the #if state for one directive line.
+func (lx *lexer) directive(text []byte) {
+	word, rest := directiveWord(text)
+	switch word {
+	case "if", "ifdef", "ifndef":
+		taken := !(word == "if" && isZeroCond(rest))
+		lx.conds = append(lx.conds, cond{parentActive: lx.active, active: lx.active && taken, taken: taken})
+	case "elif", "elifdef", "elifndef":
+		if n := len(lx.conds); n > 0 {
+			c := &lx.conds[n-1]
+			if c.taken {
+				c.active = false
+			} else {
+				c.taken = !(word == "elif" && isZeroCond(rest))
+				c.active = c.parentActive && c.taken
+			}
+		}
+	case "else":
+		if n := len(lx.conds); n > 0 {
+			c := &lx.conds[n-1]
+			c.active = c.parentActive && !c.taken
+			c.taken = true
+		}
+	case "endif":
+		if n := len(lx.conds); n > 0 {
+			lx.conds = lx.conds[:n-1]
+		}
+	default:
+		return
+	}
+	lx.active = true
+	if n := len(lx.conds); n > 0 {
+		lx.active = lx.conds[n-1].active
+	}
+}
+
+// directiveWord returns the directive's name (if, define, ...) and the rest of its line.
+func directiveWord(b []byte) (string, []byte) {
+	b = bytes.TrimLeft(b[1:], " \t")
+	i := 0
+	for i < len(b) && isIdentChar(b[i]) {
+		i++
+	}
+	return string(b[:i]), b[i:]
+}
+
+func isZeroCond(rest []byte) bool {
+	if i := bytes.Index(rest, []byte("//")); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := bytes.Index(rest, []byte("/*")); i >= 0 {
+		rest = rest[:i]
+	}
+	s := string(bytes.TrimSpace(rest))
+	return s == "0" || s == "false" || s == "(0)"
 }
 
 func (lx *lexer) peek(i int) byte {
@@ -134,7 +244,12 @@ func (lx *lexer) run() {
 		if lx.pos <= start { // defensive: always make progress
 			lx.pos = start + 1
 		}
-		lx.toks = append(lx.toks, Token{Kind: kind, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)})
+		t := Token{Kind: kind, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
+		if lx.code {
+			lx.emitCode(t)
+		} else {
+			lx.toks = append(lx.toks, t)
+		}
 		if kind == Comment || kind == Directive || kind == String || kind == Char || kind == Invalid {
 			if nl := bytes.Count(src[start:lx.pos], []byte{'\n'}); nl > 0 {
 				lx.line += nl

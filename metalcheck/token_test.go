@@ -140,8 +140,29 @@ func FuzzTokenize(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		checkTokens(t, src, Tokenize(src))
+		toks := Tokenize(src)
+		checkTokens(t, src, toks)
 		checkTokens(t, src, tokenize(src, false))
+		// Code mode keeps a subsequence of the same tokens ([[ split in two), in order.
+		code, dirs := lexCode(nil, nil, src)
+		k := 0
+		for _, c := range code {
+			for k < len(toks) && toks[k].End <= c.Off {
+				k++
+			}
+			if k == len(toks) || c.Off < toks[k].Off || c.End > toks[k].End || toks[k].Kind == Comment || toks[k].Kind == Directive {
+				t.Fatalf("code token [%d,%d) is not part of a code token of Tokenize", c.Off, c.End)
+			}
+		}
+		nd := 0
+		for _, tk := range toks {
+			if tk.Kind == Directive {
+				nd++
+			}
+		}
+		if nd != len(dirs) {
+			t.Fatalf("code mode returned %d directives, Tokenize %d", len(dirs), nd)
+		}
 	})
 }
 
