@@ -907,21 +907,19 @@ scan:
 	for j := typeStart; j < qualStart; j++ {
 		t := m.tb(j)
 		if m.code[j].Kind == Ident {
-			w := string(t)
-			if containerTypes[w] {
-				d.Container = true
-			}
-			if mutexTypes[w] {
-				d.Mutex = true
-			}
-			if w == "atomic" || w == "operator" {
+			switch string(t) {
+			case "atomic", "operator":
 				return
-			}
-			if w == "thread_local" {
+			case "thread_local":
 				d.ThreadLocal = true
-			}
-			if w == "static" {
+			case "static":
 				d.Static = true
+			default:
+				if containerTypes[string(t)] {
+					d.Container = true
+				} else if mutexTypes[string(t)] {
+					d.Mutex = true
+				}
 			}
 		}
 		if string(t) == "*" {
