@@ -1,6 +1,7 @@
 package series
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
@@ -31,7 +32,53 @@ type journalEntry struct {
 	Path    string      `json:"path"`
 	Delete  bool        `json:"delete,omitempty"`
 	Mode    fs.FileMode `json:"mode,omitempty"`
-	Content []byte      `json:"content,omitempty"` // the new content (base64 in JSON)
+	Size    int         `json:"size,omitempty"` // bytes of content after the header
+	Content []byte      `json:"-"`
+}
+
+// encodeJournal writes the header as one JSON line followed by the raw contents, in
+// entry order: no base64, so the journal costs what the files cost.
+func encodeJournal(j journal) ([]byte, error) {
+	total := 0
+	for i := range j.Entries {
+		j.Entries[i].Size = len(j.Entries[i].Content)
+		total += j.Entries[i].Size
+	}
+	head, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(head)+1+total)
+	out = append(append(out, head...), '\n')
+	for _, e := range j.Entries {
+		out = append(out, e.Content...)
+	}
+	return out, nil
+}
+
+func decodeJournal(data []byte) (journal, error) {
+	var j journal
+	head, body, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok {
+		return j, errors.New("no header line")
+	}
+	if err := json.Unmarshal(head, &j); err != nil {
+		return j, err
+	}
+	if j.Version != 2 {
+		return j, fmt.Errorf("version %d, want 2", j.Version)
+	}
+	for i := range j.Entries {
+		n := j.Entries[i].Size
+		if n < 0 || n > len(body) {
+			return j, fmt.Errorf("entry %s: truncated", j.Entries[i].Path)
+		}
+		j.Entries[i].Content, body = body[:n], body[n:]
+	}
+	if len(body) != 0 {
+		return j, errors.New("trailing bytes")
+	}
+	return j, nil
 }
 
 // crashHook, when set (only by tests), is called at every step of the write phase so a
@@ -87,7 +134,7 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 		}
 		j.Entries = append(j.Entries, e)
 	}
-	data, err := json.Marshal(j)
+	data, err := encodeJournal(j)
 	if err != nil {
 		return err
 	}
@@ -118,8 +165,8 @@ func Recover(root *os.Root) (string, error) {
 	data, err := root.ReadFile(journalFile)
 	switch {
 	case err == nil:
-		var j journal
-		if err := json.Unmarshal(data, &j); err != nil || j.Version != 2 {
+		j, err := decodeJournal(data)
+		if err != nil {
 			return "", fmt.Errorf("journal %s is unreadable (%v); inspect the touched files and remove it by hand", journalFile, err)
 		}
 		if err := rollForward(root, j, false); err != nil {
@@ -153,20 +200,35 @@ func Pending(root *os.Root) bool {
 }
 
 func rollForward(root *os.Root, j journal, fsync bool) error {
+	dirs := newDirRoots(root)
+	defer dirs.close()
 	for _, e := range j.Entries {
-		if err := root.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		dirName, base := path.Dir(e.Path), path.Base(e.Path)
+		dir, err := dirs.get(dirName)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && e.Delete:
+			continue // already gone, directory and all
+		case errors.Is(err, fs.ErrNotExist):
+			if err := root.MkdirAll(dirName, 0o755); err != nil {
+				return fmt.Errorf("create directory for %s: %w (journal kept at %s)", e.Path, err, journalFile)
+			}
+			dir, err = dirs.get(dirName)
+		}
+		if err != nil {
+			return fmt.Errorf("open directory of %s: %w (journal kept at %s)", e.Path, err, journalFile)
+		}
+		// Remove, then create: truncating or renaming over a file makes ext4 flush it.
+		if err := dir.Remove(base); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("replace %s: %w (journal kept at %s)", e.Path, err, journalFile)
 		}
 		if e.Delete {
+			dirs.forget(dirName)
 			removeEmptyParents(root, e.Path)
 			crashpoint("deleted " + e.Path)
 			continue
 		}
-		if err := root.MkdirAll(path.Dir(e.Path), 0o755); err != nil {
-			return fmt.Errorf("create directory for %s: %w (journal kept at %s)", e.Path, err, journalFile)
-		}
 		crashpoint("removed " + e.Path)
-		if err := writeFile(root, e.Path, e.Content, e.Mode, fsync); err != nil {
+		if err := writeFile(dir, base, e.Content, e.Mode, fsync); err != nil {
 			return fmt.Errorf("write %s: %w (journal kept at %s)", e.Path, err, journalFile)
 		}
 		crashpoint("wrote " + e.Path)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 )
 
@@ -12,6 +13,7 @@ import (
 // share it, and the directories on a path are checked for symbolic links once each.
 type treeFiles struct {
 	root  *os.Root
+	dirs  *dirRoots
 	dirOK map[string]bool
 	files map[string]treeFile
 }
@@ -23,7 +25,7 @@ type treeFile struct {
 }
 
 func newTreeFiles(root *os.Root) *treeFiles {
-	return &treeFiles{root: root, dirOK: map[string]bool{}, files: map[string]treeFile{}}
+	return &treeFiles{root: root, dirs: newDirRoots(root), dirOK: map[string]bool{}, files: map[string]treeFile{}}
 }
 
 // read returns path's content after checking that it is a safe, symlink-free, regular
@@ -39,7 +41,16 @@ func (t *treeFiles) read(p string) (treeFile, error) {
 		return treeFile{}, err
 	}
 	var f treeFile
-	fi, err := t.root.Lstat(p)
+	dir, err := t.dirs.get(path.Dir(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		t.files[p] = f
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", p, err)
+	}
+	base := path.Base(p)
+	fi, err := dir.Lstat(base)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		t.files[p] = f
@@ -51,7 +62,7 @@ func (t *treeFiles) read(p string) (treeFile, error) {
 	case !fi.Mode().IsRegular():
 		return f, unsafePathf("%s: not a regular file", p)
 	}
-	data, err := t.root.ReadFile(p)
+	data, err := dir.ReadFile(base)
 	if err != nil {
 		return f, fmt.Errorf("read %s: %w", p, err)
 	}
@@ -96,4 +107,47 @@ func (e *UnsafePathError) Error() string { return e.Msg }
 
 func unsafePathf(format string, args ...any) error {
 	return &UnsafePathError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// dirRoots opens each directory of the tree once, as an os.Root of its own, so that the
+// many operations on files of one directory (aten/src/ATen/mps holds most of the series)
+// each cost one system call instead of a walk through every path component.
+type dirRoots struct {
+	root *os.Root
+	m    map[string]*os.Root
+}
+
+func newDirRoots(root *os.Root) *dirRoots {
+	return &dirRoots{root: root, m: map[string]*os.Root{}}
+}
+
+// get returns the root for dir ("." is the tree itself).
+func (d *dirRoots) get(dir string) (*os.Root, error) {
+	if dir == "." || dir == "" {
+		return d.root, nil
+	}
+	if r, ok := d.m[dir]; ok {
+		return r, nil
+	}
+	r, err := d.root.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d.m[dir] = r
+	return r, nil
+}
+
+// forget closes and drops dir's root (after the directory was removed).
+func (d *dirRoots) forget(dir string) {
+	if r, ok := d.m[dir]; ok {
+		r.Close()
+		delete(d.m, dir)
+	}
+}
+
+func (d *dirRoots) close() {
+	for k, r := range d.m {
+		r.Close()
+		delete(d.m, k)
+	}
 }
