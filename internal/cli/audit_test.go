@@ -51,6 +51,8 @@ func TestAuditCommand(t *testing.T) {
 		{"missing tree", []string{"audit", "--tree", filepath.Join(dir, "nope")}, ExitUsage, "", "not a directory"},
 		{"missing path", []string{"audit", "--tree", auditTree, "aten/nope"}, ExitUsage, "", "aten/nope"},
 		{"sarif", []string{"audit", "--tree", auditTree, "--format", "sarif"}, ExitCheckFailed, `"version": "2.1.0"`, ""},
+		{"stale baseline entry", []string{"audit", "--tree", auditTree, "--baseline", "../../metalcheck/testdata/baseline.toml"}, ExitCheckFailed,
+			"25 new findings, 2 accepted", "baseline.toml:17: MPS001 in aten/src/ATen/mps/Gone.mm matches no finding any more"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,5 +95,16 @@ func TestAuditCommandJSON(t *testing.T) {
 		if f.Rule == "" || f.File == "" || f.Line < 1 || len(f.Fingerprint) != 16 {
 			t.Errorf("incomplete finding %+v", f)
 		}
+	}
+}
+
+func TestAuditQuietHasNoProgress(t *testing.T) {
+	code, _, stderr := runMain(t, "--quiet", "audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h")
+	if code != ExitOK || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 0 and nothing on stderr", code, stderr)
+	}
+	_, _, stderr = runMain(t, "audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h")
+	if !strings.Contains(stderr, "auditing aten/src/ATen/mps/Stream.h") {
+		t.Errorf("stderr %q, want a progress line", stderr)
 	}
 }
