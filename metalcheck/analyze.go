@@ -830,7 +830,7 @@ var mutexTypes = map[string]bool{"mutex": true, "recursive_mutex": true, "shared
 
 var declSkip = map[string]bool{"using": true, "typedef": true, "friend": true, "namespace": true,
 	"return": true, "static_assert": true, "@class": true, "@synthesize": true, "@dynamic": true,
-	"-": true, "+": true, "template": true, "extern": false, "goto": true, "delete": true}
+	"-": true, "+": true, "template": true, "goto": true, "delete": true}
 
 // declaration records the variable declared by [s, e), if it is one.
 func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32) {
@@ -1095,7 +1095,7 @@ func (m *fileModel) locked(i int32) bool {
 
 var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "delete": true,
 	"case": true, "goto": true, "throw": true, "co_return": true, "co_yield": true, "sizeof": true,
-	"do": true, "not": true, "and": true, "or": true, "typename": false}
+	"do": true, "not": true, "and": true, "or": true}
 
 // localNames returns the names declared as parameters or non-static locals of function f.
 func (m *fileModel) localNames(fi int32) map[string]bool {

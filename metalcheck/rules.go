@@ -98,7 +98,6 @@ type candidate struct {
 	kind        candKind
 	name, qual  string
 	class       string
-	local       bool
 	localStatic *Decl
 	inCtor      bool
 	finding     Finding
@@ -531,9 +530,6 @@ func hasFile(ds []*Decl, file string) bool {
 func (st *symtab) resolve(c *candidate, file string) *Decl {
 	if c.localStatic != nil {
 		return c.localStatic
-	}
-	if c.local {
-		return nil
 	}
 	if c.qual != "" {
 		if d := merged(st.members[memberKey{c.qual, c.name}], file); d != nil {
