@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -51,8 +52,17 @@ type htmlData struct {
 	Targets []string
 	Crashes []Result
 	Charts  []template.HTML
-	Curves  []CurveLabel
-	Batched []ScalingRow
+	// ChartError says why the charts are missing although there are scaling rows.
+	ChartError string
+	Curves     []CurveLabel
+	Batched    []batchedRow
+	Batches    []int // the batch multiples measured, the columns of the batched table
+}
+
+// batchedRow is one model's batched throughput by batch multiple.
+type batchedRow struct {
+	Target, Model string
+	FPS           []string // one cell per htmlData.Batches entry; "" when not measured
 }
 
 // WriteHTML writes the self-contained HTML report: environment and torch provenance first,
@@ -67,15 +77,49 @@ func WriteHTML(w io.Writer, r *Report) error {
 	}
 	charts, err := ScalingCharts(r.ScalingRows)
 	if err != nil {
-		return err
+		d.ChartError = err.Error() // the tables still tell the numbers
 	}
 	for _, c := range charts {
 		d.Charts = append(d.Charts, template.HTML(c)) // our own SVG, drawn from numbers
 	}
-	for _, s := range r.ScalingRows {
-		if s.Mode == "batched" {
-			d.Batched = append(d.Batched, s)
+	d.Batches, d.Batched = batchedTable(r.ScalingRows)
+	return reportTmpl.Execute(w, d)
+}
+
+// batchedTable pivots the batched rows: one row per target and model, one column per batch.
+func batchedTable(rows []ScalingRow) ([]int, []batchedRow) {
+	seen := map[int]bool{}
+	var cols []int
+	type key struct{ t, m string }
+	idx := map[key]int{}
+	var out []batchedRow
+	vals := map[key]map[int]float64{}
+	for _, s := range rows {
+		if s.Mode != "batched" {
+			continue
+		}
+		if !seen[s.Threads] {
+			seen[s.Threads] = true
+			cols = append(cols, s.Threads)
+		}
+		k := key{s.Target, s.Model}
+		if _, ok := idx[k]; !ok {
+			idx[k] = len(out)
+			out = append(out, batchedRow{Target: s.Target, Model: s.Model})
+			vals[k] = map[int]float64{}
+		}
+		vals[k][s.Threads] = s.FPS
+	}
+	sort.Ints(cols)
+	for i := range out {
+		k := key{out[i].Target, out[i].Model}
+		for _, c := range cols {
+			cell := ""
+			if v, ok := vals[k][c]; ok {
+				cell = fmt.Sprintf("%.1f", v)
+			}
+			out[i].FPS = append(out[i].FPS, cell)
 		}
 	}
-	return reportTmpl.Execute(w, d)
+	return cols, out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -271,4 +272,56 @@ func TestDirWriterIncremental(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("temporary files left behind: %v", left)
 	}
+}
+
+// results.jsonl read back renders the same reports as the live run wrote.
+func TestReadReportRoundTrip(t *testing.T) {
+	fx := fixtureReport()
+	var jl bytes.Buffer
+	if err := WriteJSONL(&jl, fx); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(bytes.NewReader(jl.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name  string
+		write func(io.Writer, *Report) error
+	}{{"jsonl", WriteJSONL}, {"junit", WriteJUnit}, {"html", WriteHTML}} {
+		t.Run(w.name, func(t *testing.T) {
+			var want, have bytes.Buffer
+			w.write(&want, fx)
+			w.write(&have, back)
+			if !bytes.Equal(have.Bytes(), want.Bytes()) {
+				t.Errorf("%s of the report read back differs from the original", w.name)
+			}
+		})
+	}
+	if _, err := ReadReport(strings.NewReader("{\"type\":\"run\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad line: have %v, want an error naming line 2", err)
+	}
+}
+
+// FuzzReadReport: any input either fails with an error or yields a report every writer
+// can render (absurd scaling numbers are left out of the charts, never a panic).
+func FuzzReadReport(f *testing.F) {
+	var jl bytes.Buffer
+	WriteJSONL(&jl, fixtureReport())
+	f.Add(jl.Bytes())
+	f.Add([]byte(`{"type":"result","outcome":"crash","id":"x","target":"patched"}` + "\n"))
+	f.Add([]byte(`{"type":"scaling","mode":"batched","threads":-3,"fps":-1}` + "\n" + `{"type":"scaling","fps":0}`))
+	f.Add([]byte(`{"type":"env","provenance":[1,2]}`))
+	f.Add([]byte(`{"type":"scaling","threads":1,"fps":1e308,"efficiency":-1e300}` + "\n" + `{"type":"scaling","threads":2000000000,"fps":1e-300}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := ReadReport(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, w := range []func(io.Writer, *Report) error{WriteJSONL, WriteJUnit, WriteHTML} {
+			if err := w(io.Discard, rep); err != nil {
+				t.Fatalf("writer failed: %v", err)
+			}
+		}
+	})
 }

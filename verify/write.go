@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -351,4 +352,77 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// ReadReport rebuilds a report from results.jsonl (or the output of `verify --json`), so
+// that the HTML and JUnit reports of an archived run can be drawn again by a newer mpspatch.
+// Lines of unknown type are skipped; a line that is not JSON is an error naming its number.
+func ReadReport(r io.Reader) (*Report, error) {
+	rep := &Report{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var head struct {
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Target  string `json:"target"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			return nil, fmt.Errorf("results line %d: %w", n, err)
+		}
+		var err error
+		switch head.Type {
+		case "run":
+			err = json.Unmarshal(line, &rep.Info)
+		case "env":
+			var e Env
+			if err = json.Unmarshal(line, &e); err == nil {
+				rep.Env(e)
+			}
+		case "result":
+			var res Result
+			if err = json.Unmarshal(line, &res); err == nil {
+				rep.Result(res)
+			}
+		case "scaling":
+			var s ScalingRow
+			if err = json.Unmarshal(line, &s); err == nil {
+				rep.Scaling(s)
+			}
+		case "boundary":
+			var b BoundaryRow
+			if err = json.Unmarshal(line, &b); err == nil {
+				rep.Boundary(b)
+			}
+		case "notice":
+			rep.Notice(head.Target, head.Message)
+		case "summary":
+			rep.Interrupted = head.Status == "interrupted"
+		}
+		if err != nil {
+			return nil, fmt.Errorf("results line %d (%s): %w", n, head.Type, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	return rep, nil
+}
+
+// WriteReports writes junit.xml and report.html of rep into dir.
+func WriteReports(dir string, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create report dir: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, rep) }); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, rep) })
 }

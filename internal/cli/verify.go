@@ -30,6 +30,7 @@ type verifyOptions struct {
 	reportDir string
 	noScaling bool
 	suitesDir string
+	render    string
 
 	threadsSet bool // --threads given on the command line (also sent to the benchmark)
 }
@@ -80,6 +81,7 @@ or times out; 5 when the interpreter has no torch or pytest.`,
 	f.DurationVar(&opts.timeout, "timeout", 0, "per-test limit before the test is a timeout (default: [verify] timeout)")
 	f.StringVar(&opts.reportDir, "report-dir", "", "where reports are written (default: [verify] report_dir)")
 	f.BoolVar(&opts.noScaling, "no-scaling", false, "skip the scaling benchmark")
+	f.StringVar(&opts.render, "render", "", "run nothing: redraw junit.xml and report.html in --report-dir from a results.jsonl")
 	f.StringVar(&opts.suitesDir, "suites-dir", "", "run the suites in this directory instead of the embedded ones (for suite authors)")
 	return cmd
 }
@@ -156,6 +158,9 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 		return err
 	}
 	p := d.printer()
+	if opts.render != "" {
+		return renderVerify(p, opts)
+	}
 
 	suiteDir := opts.suitesDir
 	if suiteDir == "" {
@@ -277,6 +282,35 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 		return &silentError{ExitCheckFailed}
 	case len(rep.Results) == 0:
 		return withCode(ExitCheckFailed, errors.New("verify: the suites reported no results"))
+	}
+	return nil
+}
+
+// renderVerify redraws the reports of an archived run (results.jsonl or `verify --json`
+// output) with this mpspatch, and exits as that run would have.
+func renderVerify(p *printer, opts *verifyOptions) error {
+	f, err := os.Open(opts.render)
+	if err != nil {
+		return usageErrorf("--render: %v", err)
+	}
+	defer f.Close()
+	rep, err := verify.ReadReport(f)
+	if err != nil {
+		return usageErrorf("--render %s: %v", opts.render, err)
+	}
+	if err := verify.WriteReports(opts.reportDir, rep); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if p.json {
+		_ = p.JSONLine(verify.SummaryRecord(rep))
+	} else {
+		for _, e := range rep.Envs {
+			writeEnv(p.out, e)
+		}
+		writeVerifyTable(p, rep, opts.reportDir)
+	}
+	if rep.Failed() || rep.Interrupted || len(rep.Results) == 0 {
+		return &silentError{ExitCheckFailed}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -112,6 +113,20 @@ func TestVerifyEndToEnd(t *testing.T) {
 	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "patched-test_*.log"))
 	if len(logs) == 0 {
 		t.Error("no per-process logs under report-dir/logs")
+	}
+
+	// --render redraws the same reports from results.jsonl without running anything.
+	again := filepath.Join(t.TempDir(), "again")
+	code, stdout2, stderr2 := runMain(t, "verify", "--render", filepath.Join(dir, verify.ResultsFile), "--report-dir", again)
+	if code != ExitOK {
+		t.Fatalf("--render: exit %d\n%s\n%s", code, stdout2, stderr2)
+	}
+	for _, f := range []string{verify.HTMLFile, verify.JUnitFile} {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(again, f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("--render: %s differs from the live run's (%v)", f, err)
+		}
 	}
 }
 
