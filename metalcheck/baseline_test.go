@@ -95,3 +95,30 @@ func TestApplyNilBaseline(t *testing.T) {
 		t.Errorf("nil baseline has reasons")
 	}
 }
+
+// FuzzParseBaseline: any input either fails with a *BaselineError or yields entries that
+// all carry a known rule, a file, a well-formed fingerprint and a real reason.
+func FuzzParseBaseline(f *testing.F) {
+	f.Add([]byte("version = 1\n" + goodEntry))
+	f.Add([]byte(goodEntry + goodEntry))
+	f.Add([]byte("[[finding]]\nrule = \"MPS001\"\nreason = \"TODO: explain\"\n"))
+	f.Add([]byte("version = 2"))
+	f.Add([]byte("[[finding]\n"))
+	f.Add([]byte("  [[ finding ]]\nrule='lazy-singleton'\nfile='x'\nfingerprint='0000000000000000'\nreason='ok'\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBaseline("fuzz.toml", data)
+		if err != nil {
+			var be *BaselineError
+			if !errors.As(err, &be) {
+				t.Fatalf("error %v is not a *BaselineError", err)
+			}
+			return
+		}
+		for _, e := range b.Findings {
+			if _, ok := LookupRule(e.Rule); !ok || e.File == "" || !fingerprintRE.MatchString(e.Fingerprint) ||
+				strings.TrimSpace(e.Reason) == "" || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(e.Reason)), "TODO") {
+				t.Fatalf("accepted a bad entry %+v", e)
+			}
+		}
+	})
+}
