@@ -86,7 +86,18 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	}
 	paths := opts.paths
 	if len(paths) == 0 {
-		paths = c.Audit.Paths
+		// Configured paths that this tree lacks are skipped with a warning (a partial
+		// checkout); paths named on the command line must exist.
+		for _, cp := range c.Audit.Paths {
+			if _, err := os.Stat(filepath.Join(opts.tree, cp)); err == nil {
+				paths = append(paths, cp)
+			} else {
+				d.printer().Warnf("audit: %s is not in %s; skipped", cp, opts.tree)
+			}
+		}
+		if len(paths) == 0 {
+			return usageErrorf("audit: none of the configured paths (%s) exist in %s", strings.Join(c.Audit.Paths, ", "), opts.tree)
+		}
 	}
 	baselinePath := opts.baseline
 	if baselinePath == "" && opts.writeBaseline == "" && c.Audit.Baseline != "" {
@@ -118,7 +129,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 		if err := metalcheck.WriteBaseline(&buf, rep.Findings); err != nil {
 			return err
 		}
-		if err := os.WriteFile(opts.writeBaseline, buf.Bytes(), 0o644); err != nil {
+		if err := writeFileAtomic(opts.writeBaseline, buf.Bytes()); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
 		}
 		p.Progressf("wrote %d findings to %s; replace each %q with the reason it is accepted",
