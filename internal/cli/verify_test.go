@@ -259,3 +259,54 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+const stockCrashesSuite = `import os, signal, sys
+
+def test_one():
+    pass
+
+def test_two_crashes_on_stock():
+    if "stock" in os.path.basename(sys.executable):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+def test_three():
+    pass
+`
+
+// TestVerifyBaseline: --baseline runs the same suites against a second interpreter and puts
+// both side by side; the baseline's crash is reported but does not fail the run.
+func TestVerifyBaseline(t *testing.T) {
+	py := verifyPython(t)
+	stock := filepath.Join(t.TempDir(), "python-stock")
+	if err := os.Symlink(py, stock); err != nil {
+		t.Fatal(err)
+	}
+	suites := writeSuitesWith(t, map[string]string{"test_pair.py": stockCrashesSuite})
+	dir := filepath.Join(t.TempDir(), "report")
+	code, stdout, stderr := runMain(t, "verify", "--python", py, "--baseline", stock, "--device", "cpu",
+		"--suites-dir", suites, "--no-scaling", "--report-dir", dir)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0 (only the patched run decides)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"baseline: torch ",
+		"PATCHED  BASELINE  TIME",
+		"test_pair.py::test_two_crashes_on_stock  pass     crash ",
+		"baseline: SIGSEGV",
+		"patched: 3 pass",
+		"baseline: 2 pass, 1 crash",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Both interpreters load the same torch here, which makes the comparison meaningless:
+	// verify says so.
+	if !strings.Contains(stderr, "loads the same torch") {
+		t.Errorf("no same-torch warning:\n%s", stderr)
+	}
+	h, _ := os.ReadFile(filepath.Join(dir, verify.HTMLFile))
+	if !strings.Contains(string(h), "<th>baseline</th>") || !strings.Contains(string(h), "loads the same torch") {
+		t.Error("report.html lacks the baseline column or its warning")
+	}
+}
