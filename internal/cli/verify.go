@@ -228,7 +228,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	term := &verifyTerminal{p: p}
+	term := &verifyTerminal{p: p, live: d.io.ErrTTY && !d.global.quiet && !p.json}
 	obs := verify.Observers{dw, term}
 	if p.json {
 		_ = p.JSONLine(verify.RunRecord(info))
@@ -253,6 +253,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	logDir := filepath.Join(opts.reportDir, "logs")
 	var runErr error
 	for _, e := range envs {
+		term.clear()
 		p.Progressf("verify: %s: %d suite files on %s, profile %s, repeat %d", e.Target, len(files), e.Device, opts.profile, opts.repeat)
 		runErr = verify.Run(ctx, verify.Options{
 			Target: e.Target, Env: e, Profile: opts.profile, Threads: opts.threads,
@@ -263,6 +264,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 			break
 		}
 	}
+	term.clear()
 	interrupted := runErr != nil && ctx.Err() != nil
 	closeErr := dw.Close(interrupted)
 	rep := dw.Report()
@@ -354,7 +356,17 @@ func writeEnv(w io.Writer, e verify.Env) {
 // verifyTerminal is the terminal half of the report: a progress line per finished test on
 // stderr, or in --json mode one JSON line per record on stdout.
 type verifyTerminal struct {
-	p *printer
+	p    *printer
+	live bool // stderr is a terminal: show the running test on a line that is redrawn
+	open bool // a "running" line is on screen
+}
+
+// clear removes the "running" line before a permanent line is written.
+func (t *verifyTerminal) clear() {
+	if t.open {
+		fmt.Fprint(t.p.err, "\r\x1b[K")
+		t.open = false
+	}
 }
 
 func (t *verifyTerminal) Env(e verify.Env) {
@@ -363,7 +375,14 @@ func (t *verifyTerminal) Env(e verify.Env) {
 	}
 }
 
-func (t *verifyTerminal) Started(string, string) {}
+func (t *verifyTerminal) Started(target, id string) {
+	if !t.live {
+		return
+	}
+	t.clear()
+	fmt.Fprintf(t.p.err, "[%s] running %s", target, id)
+	t.open = true
+}
 
 func (t *verifyTerminal) Result(r verify.Result) {
 	if t.p.json {
@@ -384,6 +403,7 @@ func (t *verifyTerminal) Result(r verify.Result) {
 	if len(r.Signatures) > 0 {
 		extra += " [" + strings.Join(r.Signatures, ",") + "]"
 	}
+	t.clear()
 	rep := ""
 	if r.Repeat > 1 {
 		rep = fmt.Sprintf(" #%d", r.Repeat)
@@ -396,6 +416,7 @@ func (t *verifyTerminal) Scaling(s verify.ScalingRow) {
 		_ = t.p.JSONLine(verify.ScalingRecord(s))
 		return
 	}
+	t.clear()
 	t.p.Progressf("[%s] scaling %s %s x%d: %.1f fwd/s, efficiency %.2f (%s)", s.Target, s.Model, s.Mode, s.Threads, s.FPS, s.Efficiency, s.Label)
 }
 
@@ -404,6 +425,7 @@ func (t *verifyTerminal) Boundary(b verify.BoundaryRow) {
 		_ = t.p.JSONLine(verify.BoundaryRecord(b))
 		return
 	}
+	t.clear()
 	t.p.Progressf("[%s] thread boundary %s: %d of %d", b.Target, b.Op, b.Threads, b.Max)
 }
 
@@ -411,6 +433,7 @@ func (t *verifyTerminal) Notice(target, msg string) {
 	if t.p.json {
 		_ = t.p.JSONLine(verify.NoticeRecord(target, msg))
 	}
+	t.clear()
 	t.p.Progressf("[%s] %s", target, msg)
 }
 
