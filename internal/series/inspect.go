@@ -174,6 +174,9 @@ func Inspect(root *os.Root, s *Series) (*TreeStatus, error) {
 func inspect(tf *treeFiles, s *Series, rec string) (*TreeStatus, error) {
 	ts := &TreeStatus{Recovery: rec}
 	ch, order := chains(s)
+	if err := tf.readAll(order); err != nil {
+		return nil, err
+	}
 	version := map[string]int{}
 	for _, p := range order {
 		fst, err := inspectPath(tf, p, ch[p])
@@ -230,7 +233,7 @@ func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, error) {
 	data, have, exec := f.data, absent, false
 	if f.exists {
 		fst.Exists = true
-		have, exec = BlobID(data), f.mode&0o100 != 0
+		have, exec = f.blob, f.mode&0o100 != 0
 		fst.Blob = have
 	}
 	// First the blob IDs (and modes) the patches record: exact and cheap. The highest

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
+	"sync"
 )
 
 // treeFiles reads the series' files from a tree once: Inspect and Compute in one run
@@ -22,6 +24,45 @@ type treeFile struct {
 	exists bool
 	data   []byte
 	mode   fs.FileMode // permission bits
+	blob   string      // git blob ID, set by readAll
+}
+
+// readAll reads every path and computes the blob IDs, hashing on all CPUs: hashing is
+// most of what inspecting a tree costs.
+func (t *treeFiles) readAll(paths []string) error {
+	todo := make([]string, 0, len(paths))
+	for _, p := range paths {
+		f, err := t.read(p)
+		if err != nil {
+			return err
+		}
+		if f.exists && f.blob == "" {
+			todo = append(todo, p)
+		}
+	}
+	blobs := make([]string, len(todo))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				blobs[i] = BlobID(t.files[todo[i]].data)
+			}
+		}()
+	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, p := range todo {
+		f := t.files[p]
+		f.blob = blobs[i]
+		t.files[p] = f
+	}
+	return nil
 }
 
 func newTreeFiles(root *os.Root) *treeFiles {
