@@ -16,6 +16,7 @@ type applyOptions struct {
 	treeOptions
 	dryRun     bool
 	ignoreBase bool
+	fsync      bool
 	reverse    bool
 }
 
@@ -46,6 +47,7 @@ refused with each file's state (exit 3).`,
 	addTreeFlags(cmd, &opts.treeOptions)
 	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "compute and report, write nothing")
 	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded base when every hunk still locates")
+	cmd.Flags().BoolVar(&opts.fsync, "fsync", false, "sync the journal and files to disk (durable across power loss; a killed process needs no sync)")
 	return cmd
 }
 
@@ -66,6 +68,7 @@ Unapplying a tree that does not hold the series does nothing (exit 0).`,
 	addTreeFlags(cmd, &opts.treeOptions)
 	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "compute and report, write nothing")
 	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded patched state when every hunk still locates")
+	cmd.Flags().BoolVar(&opts.fsync, "fsync", false, "sync the journal and files to disk (durable across power loss; a killed process needs no sync)")
 	return cmd
 }
 
@@ -107,7 +110,7 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		verb, do = "unapply", series.Unapply
 	}
 	p.Progressf("%s: series %s, %s, tree %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
-	res, err := do(root, s, series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase})
+	res, err := do(root, s, series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase, Fsync: opts.fsync})
 
 	rep := applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun}
 	if res != nil {
