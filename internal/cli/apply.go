@@ -94,11 +94,7 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		return err
 	}
 	p := d.printer()
-	s, err := d.loadSeries(&opts.treeOptions)
-	if err != nil {
-		return err
-	}
-	root, err := openTree(opts.tree)
+	s, root, err := d.seriesAndTree(&opts.treeOptions)
 	if err != nil {
 		return err
 	}

@@ -48,11 +48,7 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 		return err
 	}
 	p := d.printer()
-	s, err := d.loadSeries(&opts.treeOptions)
-	if err != nil {
-		return err
-	}
-	root, err := openTree(opts.tree)
+	s, root, err := d.seriesAndTree(&opts.treeOptions)
 	if err != nil {
 		return err
 	}

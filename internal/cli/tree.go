@@ -67,6 +67,20 @@ func errOr(err, alt error) error {
 	return alt
 }
 
+// seriesAndTree loads the series and opens --tree: the start of every command that works
+// on a tree. The caller closes the root.
+func (d *deps) seriesAndTree(o *treeOptions) (*series.Series, *os.Root, error) {
+	s, err := d.loadSeries(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := openTree(o.tree)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, root, nil
+}
+
 // openTree opens --tree as an os.Root: every read and write of the engine goes through
 // it, so no path can leave the tree even if a check were missed.
 func openTree(dir string) (*os.Root, error) {
