@@ -95,13 +95,13 @@ func Probe(ctx context.Context, python, target, device string) (Env, error) {
 	})
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return Env{}, fmt.Errorf("%w: python interpreter %q not found (set --python or [verify] python in mpspatch.toml): %v",
+			return Env{}, fmt.Errorf("%w: python interpreter %q not found (set --python or [verify] python in mpspatch.toml): %w",
 				ErrUnsupported, python, err)
 		}
 		if ctx.Err() != nil {
 			return Env{}, ctx.Err()
 		}
-		return Env{}, fmt.Errorf("%w: probe of interpreter %q failed: %v: %s",
+		return Env{}, fmt.Errorf("%w: probe of interpreter %q failed: %w: %s",
 			ErrUnsupported, python, err, lastLines(stderr.String(), 5))
 	}
 	var p probeOutput

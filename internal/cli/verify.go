@@ -176,7 +176,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	} else if abs, err := filepath.Abs(suiteDir); err == nil {
 		suiteDir = abs
 		if _, err := os.Stat(filepath.Join(suiteDir, "conftest.py")); err != nil {
-			return usageErrorf("--suites-dir %s: no conftest.py there: %v", opts.suitesDir, err)
+			return withCode(ExitUsage, fmt.Errorf("--suites-dir %s: no conftest.py there: %w", opts.suitesDir, err))
 		}
 	}
 	all, err := verify.ListSuites(suiteDir)
@@ -293,12 +293,12 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 func renderVerify(p *printer, opts *verifyOptions) error {
 	f, err := os.Open(opts.render)
 	if err != nil {
-		return usageErrorf("--render: %v", err)
+		return withCode(ExitUsage, fmt.Errorf("--render: %w", err))
 	}
 	defer f.Close()
 	rep, err := verify.ReadReport(f)
 	if err != nil {
-		return usageErrorf("--render %s: %v", opts.render, err)
+		return withCode(ExitUsage, fmt.Errorf("--render %s: %w", opts.render, err))
 	}
 	if err := verify.WriteReports(opts.reportDir, rep); err != nil {
 		return fmt.Errorf("verify: %w", err)
