@@ -149,31 +149,61 @@ func runStress(ctx context.Context, b Backend, s Scenario, em *Emitter) ([]Worke
 		shared = q
 	}
 	results := make([]WorkerResult, s.Threads)
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	ready.Add(s.Threads)
-	done.Add(s.Threads)
-	for w := range s.Threads {
-		go func() {
-			defer done.Done()
-			results[w] = stressWorker(ctx, b, s, w, shared, &ready, start, em)
-			em.Emit(Event{Type: EventWorker, Worker: &results[w]})
-		}()
-	}
-	ready.Wait()
-	em.Emit(Event{Type: EventGo})
-	close(start)
-	done.Wait()
+	together(s.Threads, func(w int, line *startLine) {
+		results[w] = stressWorker(ctx, b, s, w, shared, line, em)
+		em.Emit(Event{Type: EventWorker, Worker: &results[w]})
+	}, func() { em.Emit(Event{Type: EventGo}) })
 	return results, nil
 }
 
+// startLine holds workers until every one of them is set up, then releases them at once,
+// so that their first submissions really race.
+type startLine struct {
+	ready sync.WaitGroup
+	start chan struct{}
+}
+
+// Ready says this worker is set up (or gave up).
+func (l *startLine) Ready() { l.ready.Done() }
+
+// Wait blocks until the release; false when ctx ended first.
+func (l *startLine) Wait(ctx context.Context) bool {
+	select {
+	case <-l.start:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// together runs fn for workers 0..n-1 on goroutines behind one start line: once all have
+// called Ready, released() runs and they go. It returns when every worker has returned.
+func together(n int, fn func(w int, line *startLine), released func()) {
+	line := &startLine{start: make(chan struct{})}
+	line.ready.Add(n)
+	var done sync.WaitGroup
+	done.Add(n)
+	for w := range n {
+		go func() {
+			defer done.Done()
+			fn(w, line)
+		}()
+	}
+	line.ready.Wait()
+	if released != nil {
+		released()
+	}
+	close(line.start)
+	done.Wait()
+}
+
 func stressWorker(ctx context.Context, b Backend, s Scenario, w int, shared Queue,
-	ready *sync.WaitGroup, start <-chan struct{}, em *Emitter) WorkerResult {
+	line *startLine, em *Emitter) WorkerResult {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	res := WorkerResult{Worker: w}
 	q, buf, err := workerSetup(b, s, shared)
-	ready.Done()
+	line.Ready()
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -183,9 +213,7 @@ func stressWorker(ctx context.Context, b Backend, s Scenario, w int, shared Queu
 	}
 	defer buf.Release()
 	em.Emit(Event{Type: EventReady, W: w})
-	select {
-	case <-start:
-	case <-ctx.Done():
+	if !line.Wait(ctx) {
 		res.Error = "interrupted before start"
 		return res
 	}
@@ -375,39 +403,27 @@ func controlSharedCommandBuffer(ctx context.Context, b Backend, s Scenario) []st
 	}
 	defer pl.Release()
 	errs := make([]error, s.Threads)
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	ready.Add(s.Threads)
-	done.Add(s.Threads)
-	for w := range s.Threads {
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			buf, err := b.NewBuffer(s.Words)
-			ready.Done()
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer buf.Release()
-			select {
-			case <-start:
-			case <-ctx.Done():
-				return
-			}
-			d := b.Pool()
-			defer d()
-			errs[w] = errors.Join(
-				cb.Dispatch(pl, buf, Params{Worker: uint32(w), Count: uint32(s.Words)}),
-				cb.AddCompletedHandler(func() {}),
-				cb.Commit(),
-				cb.Wait())
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
+	together(s.Threads, func(w int, line *startLine) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		buf, err := b.NewBuffer(s.Words)
+		line.Ready()
+		if err != nil {
+			errs[w] = err
+			return
+		}
+		defer buf.Release()
+		if !line.Wait(ctx) {
+			return
+		}
+		d := b.Pool()
+		defer d()
+		errs[w] = errors.Join(
+			cb.Dispatch(pl, buf, Params{Worker: uint32(w), Count: uint32(s.Words)}),
+			cb.AddCompletedHandler(func() {}),
+			cb.Commit(),
+			cb.Wait())
+	}, nil)
 	return []string{controlSurvived(s, errors.Join(errs...))}
 }
 
