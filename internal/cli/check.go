@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -50,6 +52,8 @@ type checkPatch struct {
 	Tests   int    `json:"tests"`
 	Outcome string `json:"outcome,omitempty"` // with --tree: exact, offset, conflict, applied
 	Offset  int    `json:"max_offset,omitempty"`
+	// IntentsHeld counts, with --tree, the intents that hold right after this patch.
+	IntentsHeld int `json:"intents_held,omitempty"`
 }
 
 type checkReport struct {
@@ -61,8 +65,9 @@ type checkReport struct {
 	Conflicts []*series.Conflict `json:"conflicts,omitempty"`
 	// BaseDiffers lists touched files that differ from the recorded base: apply refuses
 	// them unless --ignore-base.
-	BaseDiffers []string `json:"base_differs,omitempty"`
-	Problems    []string `json:"problems,omitempty"`
+	BaseDiffers []string       `json:"base_differs,omitempty"`
+	Intents     []intentReport `json:"intents,omitempty"`
+	Problems    []string       `json:"problems,omitempty"`
 }
 
 func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) error {
@@ -141,7 +146,8 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 		for i := range rep.Patches {
 			rep.Patches[i].Outcome = "applied"
 		}
-		return ExitOK, nil
+		rep.Intents = evaluateIntents(root, s)
+		return intentsCode(rep), nil
 	}
 	// Say what apply would say: a tree whose files differ from the recorded base is
 	// refused without --ignore-base even when every hunk locates.
@@ -166,7 +172,47 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 	if len(rep.BaseDiffers) > 0 {
 		return ExitConflict, nil
 	}
-	return ExitOK, nil
+	// Each patch's intents must hold right after it: a patch that still applies but no
+	// longer does its job (after a rebase, say) is caught here, before anything is built.
+	for i, p := range s.Patches {
+		prefix, err := series.ComputePatches(root, s.Patches[:i+1], series.Forward)
+		if err != nil {
+			return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
+		}
+		rep.Intents = append(rep.Intents, evaluatePatchIntents(p, overlayReader(root, prefix))...)
+	}
+	return intentsCode(rep), nil
+}
+
+// overlayReader reads the tree as plan would leave it, without writing anything.
+func overlayReader(root *os.Root, plan *series.Plan) func(string) ([]byte, error) {
+	changed := map[string]series.Change{}
+	for _, c := range plan.Changes {
+		changed[c.Path] = c
+	}
+	return func(p string) ([]byte, error) {
+		if c, ok := changed[p]; ok {
+			if !c.NewExists {
+				return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist)
+			}
+			return c.NewData, nil
+		}
+		return root.ReadFile(p)
+	}
+}
+
+func intentsCode(rep *checkReport) int {
+	for i := range rep.Patches {
+		for _, r := range rep.Intents {
+			if r.Patch == rep.Patches[i].Name && r.OK {
+				rep.Patches[i].IntentsHeld++
+			}
+		}
+	}
+	if failedIntents(rep.Intents) > 0 {
+		return ExitCheckFailed
+	}
+	return ExitOK
 }
 
 func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
@@ -184,9 +230,14 @@ func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
 		if outcome != "" {
 			outcome = fmt.Sprintf("%-10s ", outcome)
 		}
+		intents := plural(pt.Intents, "intent")
+		if rep.Intents != nil && pt.Intents > 0 {
+			intents = fmt.Sprintf("%d/%d intents hold", pt.IntentsHeld, pt.Intents)
+		}
 		fmt.Fprintf(w, "  %s%s  %s (%s, %s, %s)\n", outcome, pt.Name, pt.Title,
-			plural(pt.Files, "file"), plural(pt.Intents, "intent"), plural(pt.Tests, "test"))
+			plural(pt.Files, "file"), intents, plural(pt.Tests, "test"))
 	}
+	writeIntentsText(w, p, rep.Intents)
 	for _, c := range rep.Conflicts {
 		fmt.Fprintln(w)
 		fmt.Fprint(w, c.Report())

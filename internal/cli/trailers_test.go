@@ -81,3 +81,22 @@ func TestApplyEvaluatesIntents(t *testing.T) {
 		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
 	}
 }
+
+func TestCheckTreeEvaluatesIntentsPerPatch(t *testing.T) {
+	tree, patches := writeSeries(t, "thread-local Cache::_instance_cache in a.h", "test_linear.py::test_linear_variants")
+	code, stdout, stderr := runMain(t, "check", "--tree", tree, "--patches", patches)
+	if code != ExitOK || !strings.Contains(stdout, "1/1 intents hold") {
+		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	// The patch still applies, but its intent does not hold: check fails (exit 1) and
+	// names the intent — and nothing was written.
+	tree, patches = writeSeries(t, `absent "thread_local" in a.h`, "test_linear.py::test_linear_variants")
+	before, _ := os.ReadFile(filepath.Join(tree, "a.h"))
+	code, stdout, stderr = runMain(t, "check", "--tree", tree, "--patches", patches)
+	if code != ExitCheckFailed || !strings.Contains(stdout, "0/1 intents hold") || !strings.Contains(stdout, `FAIL 0001-cache.patch:8`) {
+		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(tree, "a.h")); string(after) != string(before) {
+		t.Error("check --tree wrote to the tree")
+	}
+}
