@@ -17,6 +17,7 @@ type applyOptions struct {
 	dryRun     bool
 	ignoreBase bool
 	fsync      bool
+	noIntents  bool
 	reverse    bool
 }
 
@@ -48,6 +49,7 @@ refused with each file's state (exit 3).`,
 	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "compute and report, write nothing")
 	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded base when every hunk still locates")
 	cmd.Flags().BoolVar(&opts.fsync, "fsync", false, "sync the journal and files to disk (durable across power loss; a killed process needs no sync)")
+	cmd.Flags().BoolVar(&opts.noIntents, "no-intents", false, "write even when an Intent: of the series does not hold on the result")
 	return cmd
 }
 
@@ -106,7 +108,23 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		verb, do = "unapply", series.Unapply
 	}
 	p.Progressf("%s: series %s, %s, tree %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
-	res, err := do(root, s, series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase, Fsync: opts.fsync})
+	var intents []intentReport
+	sopts := series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase, Fsync: opts.fsync}
+	if !opts.reverse {
+		// Intents are judged on the computed result, before anything is written: a series
+		// that applies but no longer does its job is refused whole, like a conflict.
+		sopts.BeforeCommit = func(plan *series.Plan) error {
+			read := overlayReader(root, plan)
+			for _, pt := range s.Patches {
+				intents = append(intents, evaluatePatchIntents(pt, read)...)
+			}
+			if n := failedIntents(intents); n > 0 && !opts.noIntents {
+				return errIntentsFailed
+			}
+			return nil
+		}
+	}
+	res, err := do(root, s, sopts)
 
 	rep := applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun}
 	if res != nil {
@@ -129,7 +147,22 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 	if errors.As(err, &ce) {
 		rep.Conflicts = ce.Conflicts
 	}
-	rep.Intents = intentsAfter(root, s, rep, err)
+	rep.Intents = intents
+	if errors.Is(err, errIntentsFailed) {
+		rep.Error = fmt.Sprintf("%s of the series do not hold on the result; nothing was written (--no-intents writes anyway)", plural(failedIntents(intents), "intent"))
+		if perr := p.Result(rep, func(w io.Writer) {
+			if res != nil && res.Plan != nil {
+				for _, r := range res.Plan.Results {
+					writePatchOutcome(w, p, r)
+				}
+			}
+			writeIntentsText(w, p, intents)
+			fmt.Fprintf(w, "%s: %s\n", p.Paint(red, "refused"), rep.Error)
+		}); perr != nil {
+			return perr
+		}
+		return &silentError{code: ExitCheckFailed}
+	}
 	if err != nil {
 		rep.Error = err.Error()
 	}
@@ -147,12 +180,18 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		}
 		return engineError(err)
 	}
+	if failed := failedIntents(rep.Intents); failed > 0 && !opts.dryRun {
+		p.Warnf("%s of the applied series do not hold (written because of --no-intents)", plural(failed, "intent"))
+		return &silentError{code: ExitCheckFailed}
+	}
 	if failed := failedIntents(rep.Intents); failed > 0 {
-		p.Warnf("%s of the applied series do not hold; see above", plural(failed, "intent"))
 		return &silentError{code: ExitCheckFailed}
 	}
 	return nil
 }
+
+// errIntentsFailed stops apply before it writes when an intent does not hold.
+var errIntentsFailed = errors.New("intents do not hold")
 
 func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Result, err error, s *series.Series) {
 	switch {
@@ -186,6 +225,7 @@ func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Resul
 	}
 	if rep.DryRun {
 		fmt.Fprintf(w, "dry run: the series would be %s; %s would change, nothing was written\n", verb, plural(len(rep.Files), "file"))
+		writeIntentsText(w, p, rep.Intents)
 		return
 	}
 	fmt.Fprintf(w, "%s %s, %s written\n", verb, plural(len(s.Patches), "patch"), plural(len(rep.Files), "file"))

@@ -3,9 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-
-	"github.com/mpspatch/mpspatch/internal/series"
 )
 
 // intentReport is one Intent: trailer's verdict after apply.
@@ -15,14 +12,6 @@ type intentReport struct {
 	Intent string `json:"intent"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail,omitempty"`
-}
-
-// intentsAfter evaluates every patch's intents on a tree the series was just applied to.
-func intentsAfter(root *os.Root, s *series.Series, rep applyReport, err error) []intentReport {
-	if err != nil || rep.Noop || rep.DryRun || rep.Operation != "apply" {
-		return nil
-	}
-	return evaluateIntents(root, s)
 }
 
 func failedIntents(rs []intentReport) int {

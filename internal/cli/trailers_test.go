@@ -74,11 +74,23 @@ func TestApplyEvaluatesIntents(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, "intents: 1 of 1 hold") {
 		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
 	}
-	// An intent that no longer holds after apply fails the run (exit 1) and names itself.
+	// An intent that would not hold on the result refuses the apply (exit 1), names the
+	// intent, and writes nothing.
 	tree, patches = writeSeries(t, `absent "thread_local" in a.h`, "test_linear.py::test_linear_variants")
+	before, _ := os.ReadFile(filepath.Join(tree, "a.h"))
 	code, stdout, stderr = runMain(t, "apply", "--tree", tree, "--patches", patches)
-	if code != ExitCheckFailed || !strings.Contains(stdout, `FAIL 0001-cache.patch:8: absent "thread_local" in a.h`) {
+	if code != ExitCheckFailed || !strings.Contains(stdout, `FAIL 0001-cache.patch:8: absent "thread_local" in a.h`) ||
+		!strings.Contains(stdout, "nothing was written") {
 		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(tree, "a.h")); string(after) != string(before) {
+		t.Fatal("a refused apply wrote the tree")
+	}
+	// --no-intents writes anyway, still exiting 1 and saying why.
+	code, stdout, stderr = runMain(t, "apply", "--no-intents", "--tree", tree, "--patches", patches)
+	after, _ := os.ReadFile(filepath.Join(tree, "a.h"))
+	if code != ExitCheckFailed || !strings.Contains(string(after), "thread_local") || !strings.Contains(stderr, "--no-intents") {
+		t.Fatalf("exit %d, a.h:\n%s\nstdout:\n%s%s", code, after, stdout, stderr)
 	}
 }
 

@@ -17,6 +17,9 @@ type Options struct {
 	// Fsync makes the write phase durable against power loss, not only against a killed
 	// process (see CommitOptions).
 	Fsync bool
+	// BeforeCommit, when set, sees the computed plan before anything is written; an error
+	// from it stops the run with nothing written. The CLI checks patch intents here.
+	BeforeCommit func(*Plan) error
 }
 
 // Result is what Apply or Unapply did.
@@ -108,6 +111,11 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 	res.Plan = plan
 	if err != nil {
 		return res, err
+	}
+	if opts.BeforeCommit != nil {
+		if err := opts.BeforeCommit(plan); err != nil {
+			return res, err
+		}
 	}
 	if opts.DryRun {
 		return res, nil

@@ -354,3 +354,21 @@ func mapDiff(have, want map[string]string) string {
 	}
 	return b.String()
 }
+
+func TestBeforeCommitCanStopTheWrite(t *testing.T) {
+	fx := newFixture(t, mpsBase, mpsSteps()...)
+	s := mustLoad(t, fx.patches)
+	before := snapshot(t, fx.repo)
+	stop := errors.New("intent does not hold")
+	var seen *Plan
+	_, err := Apply(openRoot(t, fx.repo), s, Options{BeforeCommit: func(p *Plan) error { seen = p; return stop }})
+	if !errors.Is(err, stop) {
+		t.Fatalf("have %v, want the hook's error", err)
+	}
+	if seen == nil || len(seen.Changes) != 8 {
+		t.Fatalf("hook did not see the full plan: %+v", seen)
+	}
+	if have := snapshot(t, fx.repo); !reflect.DeepEqual(have, before) {
+		t.Fatalf("a stopped apply wrote:\n%s", mapDiff(have, before))
+	}
+}
