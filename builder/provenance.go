@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
 )
 
 // ProvenanceSchema is the version of the stamp's JSON layout. Readers refuse a newer one.
@@ -55,32 +57,9 @@ func WriteProvenance(tree string, p Provenance) (string, error) {
 		return "", fmt.Errorf("write provenance %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".mpspatch_provenance-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("write provenance %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(tmp)
-		return "", fmt.Errorf("write provenance %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write provenance %s: %w", path, err)
+	if err := atomicfile.WriteBytes(path, data, atomicfile.Options{Sync: true}); err != nil {
+		// atomicfile names the path already; say it once, as "write provenance PATH".
+		return "", fmt.Errorf("write provenance %s: %w", path, errors.Unwrap(err))
 	}
 	return path, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
 )
 
 // Record is one line of results.jsonl and of `verify --json`: a type tag and the fields of
@@ -309,39 +311,10 @@ func (w *DirWriter) render() {
 		name  string
 		write func(io.Writer, *Report) error
 	}{{JUnitFile, WriteJUnit}, {HTMLFile, WriteHTML}} {
-		if err := writeAtomic(filepath.Join(w.Dir, f.name), func(out io.Writer) error { return f.write(out, w.report) }); err != nil && w.err == nil {
+		if err := atomicfile.Write(filepath.Join(w.Dir, f.name), func(out io.Writer) error { return f.write(out, w.report) }, atomicfile.Options{}); err != nil && w.err == nil {
 			w.err = err
 		}
 	}
-}
-
-// writeAtomic writes path through a temporary file and a rename, so a reader (or a run
-// killed mid-write) never sees half a file.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // sortedKeys returns the keys of m, sorted.
@@ -421,8 +394,8 @@ func WriteReports(dir string, rep *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report dir: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, rep) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, rep) }, atomicfile.Options{}); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, rep) })
+	return atomicfile.Write(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, rep) }, atomicfile.Options{})
 }

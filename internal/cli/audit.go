@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/metalcheck"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
 )
 
 type auditOptions struct {
@@ -129,7 +131,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 		if err := metalcheck.WriteBaseline(&buf, rep.Findings); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(opts.writeBaseline, buf.Bytes()); err != nil {
+		if err := atomicfile.WriteBytes(opts.writeBaseline, buf.Bytes(), atomicfile.Options{}); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
 		}
 		p.Progressf("wrote %d findings to %s; replace each %q with the reason it is accepted",
