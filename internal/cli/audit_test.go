@@ -29,13 +29,7 @@ func TestAuditCommand(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[audit]\nbaseline = \"filled.toml\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	runCases(t, []mainCase{
 		{"findings fail", []string{"audit", "--tree", auditTree}, ExitCheckFailed,
 			"aten/src/ATen/mps/Stream.mm:7:3: MPS003 unlocked-lazy-init: member Stream::_commandBuffer", ""},
 		{"one path", []string{"audit", "--tree", auditTree, "aten/src/ATen/native/mps/Disabled.mm"}, ExitCheckFailed,
@@ -53,21 +47,7 @@ func TestAuditCommand(t *testing.T) {
 		{"sarif", []string{"audit", "--tree", auditTree, "--format", "sarif"}, ExitCheckFailed, `"version": "2.1.0"`, ""},
 		{"stale baseline entry", []string{"audit", "--tree", auditTree, "--baseline", "../../metalcheck/testdata/baseline.toml"}, ExitCheckFailed,
 			"25 new findings, 2 accepted", "baseline.toml:17: MPS001 in aten/src/ATen/mps/Gone.mm matches no finding any more"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runMain(t, tt.args...)
-			if code != tt.wantCode {
-				t.Errorf("exit: have %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout does not contain %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr does not contain %q:\n%s", tt.wantStderr, stderr)
-			}
-		})
-	}
+	})
 }
 
 func TestAuditCommandJSON(t *testing.T) {

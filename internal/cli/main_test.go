@@ -18,40 +18,20 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func TestExitCodes(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.toml")
-	if err := os.WriteFile(bad, []byte("[verify]\nprofil = \"full\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	emptySeries := filepath.Join(dir, "empty")
-	if err := os.MkdirAll(emptySeries, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(emptySeries, "0001-stray.patch"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
-		{"help lists exit codes", []string{"--help"}, ExitOK, "130  interrupted", ""},
-		{"unknown flag", []string{"check", "--nope"}, ExitUsage, "", "unknown flag: --nope"},
-		{"unknown command", []string{"frobnicate"}, ExitUsage, "", "unknown command"},
-		{"extra argument", []string{"status", "x"}, ExitUsage, "", "unknown command"},
-		{"config unknown key", []string{"--config", bad, "config"}, ExitUsage, "", "bad.toml:2:1: key verify.profil: unknown key"},
-		{"missing config", []string{"--config", filepath.Join(dir, "none.toml"), "config"}, ExitUsage, "", "read config"},
-		{"missing tree", []string{"status", "--tree", filepath.Join(dir, "no-such-tree")}, ExitUsage, "", "does not exist"},
-		{"missing patches dir", []string{"check", "--patches", filepath.Join(dir, "nope")}, ExitUsage, "", "patches directory"},
-		{"lint failure", []string{"check", "--patches", emptySeries}, ExitCheckFailed, "cannot read the order file", ""},
-		{"config default", []string{"config", "--default"}, ExitOK, "[upstream]", ""},
-		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
-		{"version", []string{"version"}, ExitOK, "series   sha256:", ""},
-	}
-	for _, tt := range tests {
+// mainCase is one invocation of mpspatch and what it must produce: the exit code, and a
+// substring of stdout and of stderr ("" matches anything).
+type mainCase struct {
+	name       string
+	args       []string
+	wantCode   int
+	wantStdout string
+	wantStderr string
+}
+
+// runCases runs each case as a subtest through Main.
+func runCases(t *testing.T, cases []mainCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runMain(t, tt.args...)
 			if code != tt.wantCode {
@@ -65,6 +45,35 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("[verify]\nprofil = \"full\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	emptySeries := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(emptySeries, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(emptySeries, "0001-stray.patch"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, []mainCase{
+		{"help lists exit codes", []string{"--help"}, ExitOK, "130  interrupted", ""},
+		{"unknown flag", []string{"check", "--nope"}, ExitUsage, "", "unknown flag: --nope"},
+		{"unknown command", []string{"frobnicate"}, ExitUsage, "", "unknown command"},
+		{"extra argument", []string{"status", "x"}, ExitUsage, "", "unknown command"},
+		{"config unknown key", []string{"--config", bad, "config"}, ExitUsage, "", "bad.toml:2:1: key verify.profil: unknown key"},
+		{"missing config", []string{"--config", filepath.Join(dir, "none.toml"), "config"}, ExitUsage, "", "read config"},
+		{"missing tree", []string{"status", "--tree", filepath.Join(dir, "no-such-tree")}, ExitUsage, "", "does not exist"},
+		{"missing patches dir", []string{"check", "--patches", filepath.Join(dir, "nope")}, ExitUsage, "", "patches directory"},
+		{"lint failure", []string{"check", "--patches", emptySeries}, ExitCheckFailed, "cannot read the order file", ""},
+		{"config default", []string{"config", "--default"}, ExitOK, "[upstream]", ""},
+		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
+		{"version", []string{"version"}, ExitOK, "series   sha256:", ""},
+	})
 }
 
 func TestVersionJSON(t *testing.T) {
