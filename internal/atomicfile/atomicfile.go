@@ -19,9 +19,11 @@ type Options struct {
 	// Sync flushes the content to disk before the rename, for files that must survive
 	// power loss (the build's provenance stamp).
 	Sync bool
+	// Mode is the new file's permission bits; 0 means 0644. Secrets use 0600.
+	Mode os.FileMode
 }
 
-// Write replaces path with what write produces, mode 0644. On any error the target is
+// Write replaces path with what write produces, mode 0644 unless opts.Mode says. On any error the target is
 // untouched and the temporary file removed.
 func Write(path string, write func(io.Writer) error, opts Options) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
@@ -41,7 +43,11 @@ func Write(path string, write func(io.Writer) error, opts Options) error {
 	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	mode := opts.Mode
+	if mode == 0 {
+		mode = 0o644
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		return fail(err)
 	}
 	if opts.Sync {
