@@ -93,7 +93,7 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 		exclude = append(exclude, "/"+filepath.ToSlash(filepath.Clean(logDir))+"/")
 		logDir = filepath.Join(dir, logDir)
 	}
-	exclude = append(exclude, "/"+builder.ProvenanceFile)
+	exclude = append(exclude, "/.mpspatch/", "/"+builder.ProvenanceFile)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("clone: create log directory: %w", err)
 	}
@@ -142,7 +142,8 @@ func gitError(err error) error {
 	return err
 }
 
-// checkEmptyDir accepts a path that does not exist or is an empty directory.
+// checkEmptyDir accepts a path that does not exist or is an empty directory (apart from
+// mpspatch's own state directory).
 func checkEmptyDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -158,8 +159,13 @@ func checkEmptyDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("clone into %s: %w", dir, err)
 	}
-	if len(entries) > 0 {
-		return fmt.Errorf("clone into %s: the directory is not empty (holds %s); choose another --dir or remove it", dir, entries[0].Name())
+	for _, e := range entries {
+		// mpspatch's own state (the logs of `mpspatch run`, which starts logging before
+		// the clone exists) does not make a directory "not empty".
+		if e.Name() == ".mpspatch" && e.IsDir() {
+			continue
+		}
+		return fmt.Errorf("clone into %s: the directory is not empty (holds %s); choose another --dir or remove it", dir, e.Name())
 	}
 	return nil
 }

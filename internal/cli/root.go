@@ -91,6 +91,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newProbeCmd(d),
 		newCloneCmd(d),
 		newBuildCmd(d),
+		newRunCmd(d),
 	)
 	return root
 }

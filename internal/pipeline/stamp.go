@@ -82,7 +82,7 @@ func (s *stampStore) read(stage string) (stamp, bool) {
 
 func (s *stampStore) write(st stamp) error {
 	if len(s.key) == 0 {
-		return errors.New("no key to authenticate stamps with")
+		return nil // without a key nothing could be trusted later: keep no stamps
 	}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err

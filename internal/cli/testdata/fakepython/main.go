@@ -2,7 +2,7 @@
 // test, never installed). It answers the builder's preflight probe (-c ...), writes its
 // argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
 // $FAKE_MODE: "ok" prints a pip-like build with ninja progress and exits 0; "fail" prints
-// compiler errors and exits 1. With $FAKE_NO_PIP set the probe says pip is missing.
+// compiler errors and exits 1; "hang" writes $FAKE_STARTED and sleeps, to be interrupted. With $FAKE_NO_PIP set the probe says pip is missing.
 package main
 
 import (
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -45,6 +46,14 @@ func main() {
 			fmt.Printf("  [%d/20] Building CXX object caffe2/k%d.cpp.o\n", i, i)
 		}
 		fmt.Println("Successfully installed torch-2.9.1a0")
+	case "hang":
+		// A build that is still running when the test interrupts it.
+		if path := os.Getenv("FAKE_STARTED"); path != "" {
+			_ = os.WriteFile(path, []byte("started\n"), 0o644)
+		}
+		fmt.Println("  [1/20] Building CXX object caffe2/k1.cpp.o")
+		time.Sleep(time.Minute)
+		os.Exit(3)
 	case "fail":
 		fmt.Println("  [1/2] Building OBJCXX object caffe2/MPSStream.mm.o")
 		fmt.Fprintln(os.Stderr, "aten/src/ATen/mps/MPSStream.mm:42:5: error: use of undeclared identifier 'streamLock'")

@@ -1,0 +1,651 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/pipeline"
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+// hostOS is the platform the run decides Mac-only stages by; tests override it.
+var hostOS = runtime.GOOS
+
+type runOptions struct {
+	dir         string
+	patches     string
+	from, until string
+	full        bool
+	build       bool
+	python      string
+	device      string
+	profile     string
+	suites      []string
+	reportDir   string
+	format      string
+	summaryFile string
+	noScaling   bool
+	suitesDir   string
+}
+
+// The stages of `mpspatch run`, in order.
+var runStages = []string{"clone", "apply", "audit", "build", "probe", "verify"}
+
+func newRunCmd(d *deps) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [DIR]",
+		Short: "Do the whole job: clone, apply, audit, build, probe, verify — resumable",
+		Long: `Run the whole flow in one command: clone PyTorch at the pinned commit into DIR (or
+--dir), apply the series, audit the MPS sources, build, run the Metal probe, and verify
+with the concurrency suites. Each stage runs the same code as its own command, with its
+full output in a log under DIR/.mpspatch/run/logs/.
+
+Resumable: each stage that succeeds records a stamp of what it depended on (the series,
+the pinned commit, the interpreter, flags, the patched files, the mpspatch version), chained
+to the stage before it. A re-run skips the stages whose inputs are unchanged and says so;
+when something changed, that stage and every stage after it run again. --from STAGE runs
+from there whatever the stamps say; --until STAGE stops after it. A stage interrupted by
+Ctrl-C or a kill has no stamp and runs again next time; the stamps of finished stages stay
+valid. Stamps are authenticated with a key kept in the user's config directory, so stamps
+that came with a checkout are never trusted.
+
+Stages that need a Mac are reported as skipped, with the reason, on other platforms: the
+MPS build (--build builds anyway, e.g. a CPU or CUDA build), the Metal probe, and verify on
+mps (--device cpu or cuda runs the suites against --python instead).
+
+At the end one summary: per stage its outcome, time, and its report or log; text, --json,
+or --format markdown (also appended to --summary-file, by default $GITHUB_STEP_SUMMARY
+when that is set). The exit code is the first failing stage's code.`,
+		Example: `  mpspatch run ~/src/pytorch                       # on a Mac: everything
+  mpspatch run --dir pytorch --device cpu --python /usr/bin/python3   # Linux CI: the suites on CPU
+  mpspatch run pytorch --from build                # rebuild and re-verify
+  mpspatch run pytorch --until audit --format markdown`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if cmd.Flags().Changed("dir") && args[0] != opts.dir {
+					return usageErrorf("give the directory once: as an argument or as --dir")
+				}
+				opts.dir = args[0]
+			}
+			return runRun(cmd.Context(), d, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.dir, "dir", "pytorch", "the PyTorch checkout: cloned there when missing")
+	f.StringVar(&opts.patches, "patches", "", "series directory (default: config patches.dir, else the built-in series)")
+	f.StringVar(&opts.from, "from", "", "run this stage and every later one whatever their stamps say ("+strings.Join(runStages, ", ")+")")
+	f.StringVar(&opts.until, "until", "", "stop after this stage")
+	f.BoolVar(&opts.full, "full", false, "clone the whole history (for rebasing the series), not only the commit")
+	f.BoolVar(&opts.build, "build", false, "build on a platform without MPS too (default: build only on macOS)")
+	f.StringVar(&opts.python, "python", "", "interpreter that builds and is verified (default: config build.python / verify.python)")
+	f.StringVar(&opts.device, "device", "", "device the suites run on: mps, cuda or cpu (default: config verify.device, else mps)")
+	f.StringVar(&opts.profile, "profile", "", "suite profile: quick or full (default: config verify.profile)")
+	f.StringArrayVar(&opts.suites, "suite", nil, "run only this suite file in verify (repeatable)")
+	f.StringVar(&opts.reportDir, "report-dir", "", "where verify and audit reports go (default: DIR/.mpspatch/run/report)")
+	f.StringVar(&opts.format, "format", "", "summary format: text, json or markdown (default text; json with --json)")
+	f.BoolVar(&opts.noScaling, "no-scaling", false, "verify without the scaling benchmark")
+	f.StringVar(&opts.suitesDir, "suites-dir", "", "verify with the suites in this directory (for suite authors)")
+	_ = f.MarkHidden("suites-dir")
+	f.StringVar(&opts.summaryFile, "summary-file", "", "also append the Markdown summary to this file (default: $GITHUB_STEP_SUMMARY when set)")
+	return cmd
+}
+
+func runRun(ctx context.Context, d *deps, opts *runOptions) error {
+	format := opts.format
+	switch {
+	case format == "" && d.global.json:
+		format = "json"
+	case format == "":
+		format = "text"
+	}
+	if !slices.Contains([]string{"text", "json", "markdown"}, format) {
+		return usageErrorf("--format %q: want text, json or markdown", opts.format)
+	}
+	for _, s := range []string{opts.from, opts.until} {
+		if s != "" && !slices.Contains(runStages, s) {
+			return usageErrorf("stage %q: want one of %s", s, strings.Join(runStages, ", "))
+		}
+	}
+	switch opts.device {
+	case "", "mps", "cuda", "cpu":
+	default:
+		return usageErrorf("--device %q: want mps, cuda or cpu", opts.device)
+	}
+	cfg, err := d.config()
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(opts.dir)
+	if err != nil {
+		return usageErrorf("--dir %s: %v", opts.dir, err)
+	}
+	s, err := d.loadSeries(&treeOptions{patches: opts.patches})
+	if err != nil {
+		return err
+	}
+	device := opts.device
+	if device == "" {
+		device = cfg.Verify.Device
+	}
+	if device == "" {
+		device = "mps"
+	}
+	reportDir := opts.reportDir
+	if reportDir == "" {
+		reportDir = filepath.Join(dir, ".mpspatch", "run", "report")
+	} else if reportDir, err = filepath.Abs(reportDir); err != nil {
+		return usageErrorf("--report-dir %s: %v", opts.reportDir, err)
+	}
+	summaryFile := opts.summaryFile
+	if summaryFile == "" {
+		summaryFile = d.io.getenv("GITHUB_STEP_SUMMARY")
+	}
+
+	r := &runner{d: d, opts: opts, dir: dir, device: device, reportDir: reportDir, series: s,
+		url: cfg.Upstream.URL, commit: cfg.Upstream.Commit,
+		buildPython: cmp.Or(opts.python, cfg.Build.Python), verifyPython: cmp.Or(opts.python, cfg.Verify.Python)}
+	p := d.printer()
+	var key []byte
+	if cd, err := os.UserConfigDir(); err == nil {
+		key, err = pipeline.LoadKey(filepath.Join(cd, "mpspatch", "stamp.key"))
+		if err != nil {
+			p.Warnf("%v; stages will not be stamped and all run every time", err)
+		}
+	} else {
+		p.Warnf("no user config directory (%v): stages will not be stamped and all run every time", err)
+	}
+	state := filepath.Join(dir, ".mpspatch", "run")
+	sum, err := pipeline.Run(ctx, r.stages(), pipeline.Options{
+		StampDir: filepath.Join(state, "stamps"), LogDir: filepath.Join(state, "logs"), Key: key,
+		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p},
+	})
+	if err != nil {
+		return usageErrorf("run: %v", err)
+	}
+	rep := runReport{Dir: dir, Series: s.Hash(), Device: device, Summary: sum}
+	if summaryFile != "" {
+		if err := appendFile(summaryFile, markdownRunSummary(rep)); err != nil {
+			p.Warnf("summary file: %v", err)
+		}
+	}
+	var perr error
+	switch format {
+	case "json":
+		enc := json.NewEncoder(d.io.Out)
+		enc.SetIndent("", "  ")
+		perr = enc.Encode(rep)
+	case "markdown":
+		_, perr = io.WriteString(d.io.Out, markdownRunSummary(rep))
+	default:
+		perr = p.Result(rep, func(w io.Writer) { writeRunText(w, p, rep) })
+	}
+	if perr != nil {
+		return perr
+	}
+	if sum.Code != 0 {
+		return &silentError{code: sum.Code}
+	}
+	return nil
+}
+
+// runReport is the result of `mpspatch run`.
+type runReport struct {
+	Dir    string `json:"dir"`
+	Series string `json:"series"`
+	Device string `json:"device"`
+	*pipeline.Summary
+}
+
+// runner builds the stages of one run.
+type runner struct {
+	d         *deps
+	opts      *runOptions
+	dir       string
+	device    string
+	reportDir string
+	series    *series.Series
+	url       string
+	commit    string
+	// The interpreters as configured or given: part of the build's and verify's inputs.
+	buildPython, verifyPython string
+	built                     bool // the build stage ran or is up to date in this run
+}
+
+func (r *runner) stages() []pipeline.Stage {
+	needsMac := func(what string) func() string {
+		return func() string {
+			if hostOS == "darwin" {
+				return ""
+			}
+			return what + " needs macOS (this is " + hostOS + ")"
+		}
+	}
+	common := func() map[string]string {
+		return map[string]string{"mpspatch": version, "series": r.series.Hash()}
+	}
+	return []pipeline.Stage{
+		{
+			Name: "clone",
+			Inputs: func(context.Context) (map[string]string, error) {
+				return map[string]string{"url": redactURL(r.url), "commit": r.commit, "full": fmt.Sprint(r.opts.full)}, nil
+			},
+			Run: r.clone,
+		},
+		{
+			Name: "apply",
+			Inputs: func(context.Context) (map[string]string, error) {
+				return common(), nil
+			},
+			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+				var rep applyReport
+				if err := r.sub(ctx, log, &rep, r.withPatches("apply", "--tree", r.dir)...); err != nil {
+					return pipeline.Result{}, err
+				}
+				if rep.Noop {
+					return pipeline.Result{Detail: "the tree already held the series"}, nil
+				}
+				return pipeline.Result{Detail: plural(len(rep.Patches), "patch") + " applied"}, nil
+			},
+		},
+		{
+			Name: "audit",
+			Inputs: func(context.Context) (map[string]string, error) {
+				in := common()
+				in["touched-files"] = r.touchedDigest()
+				return in, nil
+			},
+			Run: r.audit,
+		},
+		{
+			Name: "build",
+			Skip: func() string {
+				if r.opts.build {
+					return ""
+				}
+				return needsMac("the MPS build")() + "; --build builds anyway"
+			},
+			Inputs: func(context.Context) (map[string]string, error) {
+				in := common()
+				in["python"] = r.buildPython
+				return in, nil
+			},
+			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+				args := []string{"build", "--tree", r.dir}
+				if r.opts.python != "" {
+					args = append(args, "--python", r.opts.python)
+				}
+				var rep buildReport
+				if err := r.sub(ctx, log, &rep, r.withPatches(args...)...); err != nil {
+					return pipeline.Result{}, err
+				}
+				r.built = true
+				return pipeline.Result{Detail: fmt.Sprintf("built in %.0f s", rep.Seconds), Report: rep.Log}, nil
+			},
+		},
+		{
+			Name: "probe",
+			Skip: needsMac("the Metal probe"),
+			Inputs: func(context.Context) (map[string]string, error) {
+				return map[string]string{"mpspatch": version}, nil
+			},
+			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+				return pipeline.Result{}, r.sub(ctx, log, nil, "probe")
+			},
+		},
+		{
+			Name: "verify",
+			Skip: func() string {
+				if r.device == "mps" && hostOS != "darwin" {
+					return "verify on mps needs macOS (this is " + hostOS + "); --device cpu or cuda runs the suites here"
+				}
+				return ""
+			},
+			Inputs: func(context.Context) (map[string]string, error) {
+				in := common()
+				in["device"], in["python"], in["profile"] = r.device, r.verifyPython, r.opts.profile
+				in["suites"] = strings.Join(r.opts.suites, ",")
+				in["scaling"] = fmt.Sprint(!r.opts.noScaling)
+				in["suites-dir"] = r.opts.suitesDir
+				in["report-dir"] = r.reportDir
+				return in, nil
+			},
+			Run: r.verify,
+		},
+	}
+}
+
+func (r *runner) withPatches(args ...string) []string {
+	if r.opts.patches != "" {
+		args = append(args, "--patches", r.opts.patches)
+	}
+	return args
+}
+
+// clone checks out the pinned commit into the directory, or accepts a checkout that is
+// already there at that commit. A checkout at another commit is refused: the series was
+// written for the pinned one, and silently patching another base is how wrong results
+// start.
+func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	if _, err := os.Stat(filepath.Join(r.dir, ".git")); err == nil {
+		g := &gitcli.Git{}
+		head, err := g.RevParse(ctx, r.dir, "HEAD")
+		if err != nil {
+			return pipeline.Result{}, gitError(err)
+		}
+		if head != r.commit {
+			return pipeline.Result{}, usageErrorf("%s is a checkout of %s, not of the pinned commit %s; use another --dir or check out the pinned commit", r.dir, head, r.commit)
+		}
+		fmt.Fprintf(log, "%s is already a checkout of %s\n", r.dir, head)
+		return pipeline.Result{Detail: "checkout already at " + shortSHA(head)}, nil
+	}
+	args := []string{"clone", "--dir", r.dir}
+	if r.opts.full {
+		args = append(args, "--full")
+	}
+	var rep cloneReport
+	if err := r.sub(ctx, log, &rep, args...); err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Result{Detail: "cloned " + shortSHA(rep.Commit), Report: rep.Log}, nil
+}
+
+// audit runs the audit with SARIF output kept in the report directory, where CI uploads
+// it to code scanning.
+func (r *runner) audit(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	if err := os.MkdirAll(r.reportDir, 0o755); err != nil {
+		return pipeline.Result{}, fmt.Errorf("audit: create report directory: %w", err)
+	}
+	var out bytes.Buffer
+	err := r.subRaw(ctx, log, &out, "audit", "--tree", r.dir, "--format", "sarif")
+	path := filepath.Join(r.reportDir, "audit.sarif")
+	if out.Len() > 0 {
+		if werr := atomicfile.WriteBytes(path, out.Bytes(), atomicfile.Options{}); werr != nil {
+			return pipeline.Result{}, werr
+		}
+	}
+	var doc struct {
+		Runs []struct {
+			Results []json.RawMessage `json:"results"`
+		} `json:"runs"`
+	}
+	n := 0
+	if json.Unmarshal(out.Bytes(), &doc) == nil {
+		for _, run := range doc.Runs {
+			n += len(run.Results)
+		}
+	}
+	return pipeline.Result{Detail: plural(n, "finding"), Report: path}, err
+}
+
+func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	args := []string{"verify", "--device", r.device, "--report-dir", r.reportDir}
+	if r.opts.python != "" {
+		args = append(args, "--python", r.opts.python)
+	}
+	if r.opts.profile != "" {
+		args = append(args, "--profile", r.opts.profile)
+	}
+	for _, s := range r.opts.suites {
+		args = append(args, "--suite", s)
+	}
+	if r.opts.noScaling {
+		args = append(args, "--no-scaling")
+	}
+	if r.opts.suitesDir != "" {
+		args = append(args, "--suites-dir", r.opts.suitesDir)
+	}
+	if r.built {
+		// Only a torch built in this tree is checked against it; without a build the
+		// suites run against whatever torch the interpreter has, as the summary says.
+		args = append(args, "--tree", r.dir)
+	}
+	var out bytes.Buffer
+	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)
+	res := pipeline.Result{Report: filepath.Join(r.reportDir, "report.html")}
+	// verify writes JSON Lines; the last summary record has the counts.
+	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
+		var rec struct {
+			Type   string         `json:"type"`
+			Status string         `json:"status"`
+			Counts map[string]int `json:"counts"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Type == "summary" {
+			res.Detail = formatCounts(rec.Status, rec.Counts)
+		}
+	}
+	return res, err
+}
+
+func formatCounts(status string, counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := []string{status}
+	for _, k := range keys {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sub runs one mpspatch command in-process, exactly as a user would type it, with its
+// progress and errors in the stage's log and its JSON result decoded into v.
+func (r *runner) sub(ctx context.Context, log io.Writer, v any, args ...string) error {
+	var out bytes.Buffer
+	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)
+	if v != nil && out.Len() > 0 {
+		if jerr := json.Unmarshal(out.Bytes(), v); jerr != nil && err == nil {
+			return fmt.Errorf("%s: read its result: %w", args[0], jerr)
+		}
+	}
+	return err
+}
+
+func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string) error {
+	if r.d.global.configPath != "" {
+		args = append([]string{"--config", r.d.global.configPath}, args...)
+	}
+	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
+	code := Main(ctx, args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: log, Getenv: r.d.io.Getenv})
+	fmt.Fprintf(log, "exit %d\n", code)
+	if code == ExitOK {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cmd := args[0]
+	if cmd == "--config" {
+		cmd = args[2]
+	}
+	if cmd == "--json" {
+		cmd = args[1]
+	}
+	return withCode(code, fmt.Errorf("mpspatch %s failed (exit %d)%s", cmd, code, lastErrorLine(log)))
+}
+
+// lastErrorLine returns ": <the last 'mpspatch: ...' line>" of a log, when the log is a
+// file that can be read back.
+func lastErrorLine(log io.Writer) string {
+	f, ok := log.(*os.File)
+	if !ok {
+		return ""
+	}
+	data, err := os.ReadFile(f.Name())
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if msg, ok := strings.CutPrefix(lines[i], "mpspatch: "); ok {
+			return ": " + msg
+		}
+	}
+	return ""
+}
+
+// touchedDigest hashes the files the series touches as they are in the tree now, so a
+// hand edit to one of them makes the audit run again.
+func (r *runner) touchedDigest() string {
+	h := sha256.New()
+	seen := map[string]bool{}
+	for _, p := range r.series.Patches {
+		for _, path := range p.Paths() {
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(path)))
+			fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
+			if err == nil {
+				h.Write(data)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// redactURL drops credentials from a URL before it is shown or hashed into a stamp.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// runReporter shows stage progress on stderr.
+type runReporter struct{ p *printer }
+
+func (r runReporter) Start(name string, i, n int, log string) {
+	r.p.Progressf("run: [%d/%d] %s (log %s)", i, n, name, log)
+}
+
+func (r runReporter) Done(s pipeline.StageReport) {
+	switch s.Outcome {
+	case pipeline.Ran:
+		r.p.Progressf("run: %s done in %s%s", s.Name, roundSeconds(s.Seconds), suffix(s.Detail))
+	case pipeline.UpToDate:
+		r.p.Progressf("run: %s up to date, skipped%s", s.Name, suffix(s.Detail))
+	case pipeline.Skipped:
+		r.p.Progressf("run: %s skipped: %s", s.Name, s.Reason)
+	case pipeline.Failed, pipeline.Interrupted:
+		r.p.Progressf("run: %s %s (exit %d): %s", s.Name, s.Outcome, s.Code, s.Reason)
+	}
+}
+
+func suffix(detail string) string {
+	if detail == "" {
+		return ""
+	}
+	return ": " + detail
+}
+
+func roundSeconds(s float64) string {
+	return (time.Duration(s*1000) * time.Millisecond).Round(10 * time.Millisecond).String()
+}
+
+func writeRunText(w io.Writer, p *printer, rep runReport) {
+	fmt.Fprintf(w, "mpspatch run %s (series %s, device %s)\n", rep.Dir, shortHash(rep.Series), rep.Device)
+	for _, s := range rep.Stages {
+		c := dim
+		switch s.Outcome {
+		case pipeline.Ran, pipeline.UpToDate:
+			c = green
+		case pipeline.Failed, pipeline.Interrupted:
+			c = red
+		}
+		// Pad by the visible width: colour codes must not push the columns apart.
+		label := string(s.Outcome)
+		fmt.Fprintf(w, "  %-7s %s%s %8s  %s\n", s.Name, p.Paint(c, label), strings.Repeat(" ", max(0, 12-len(label))),
+			roundSeconds(s.Seconds), runStageNote(s))
+	}
+	if rep.Code == 0 {
+		fmt.Fprintf(w, "%s in %s\n", p.Paint(green, "ok"), roundSeconds(rep.Seconds))
+	} else {
+		fmt.Fprintf(w, "%s (exit %d) in %s\n", p.Paint(red, "failed"), rep.Code, roundSeconds(rep.Seconds))
+	}
+}
+
+// runStageNote is the last column of a stage's line: what it did, or why not, and where
+// to look.
+func runStageNote(s pipeline.StageReport) string {
+	var parts []string
+	switch s.Outcome {
+	case pipeline.Skipped, pipeline.Failed, pipeline.Interrupted:
+		parts = append(parts, s.Reason)
+	}
+	if s.Detail != "" && s.Outcome != pipeline.Skipped {
+		parts = append(parts, s.Detail)
+	}
+	if s.Report != "" {
+		parts = append(parts, "report "+s.Report)
+	} else if s.Log != "" && s.Outcome != pipeline.UpToDate {
+		parts = append(parts, "log "+s.Log)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// markdownRunSummary renders the summary as a Markdown table, for a CI job summary or a
+// pull-request comment.
+func markdownRunSummary(rep runReport) string {
+	var b strings.Builder
+	status := "ok"
+	if rep.Code != 0 {
+		status = fmt.Sprintf("failed (exit %d)", rep.Code)
+	}
+	fmt.Fprintf(&b, "### mpspatch run: %s\n\n", status)
+	fmt.Fprintf(&b, "Series `%s`, device `%s`, %s.\n\n", shortHash(rep.Series), rep.Device, roundSeconds(rep.Seconds))
+	b.WriteString("| stage | outcome | time | notes |\n|---|---|---|---|\n")
+	for _, s := range rep.Stages {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.Name, s.Outcome, roundSeconds(s.Seconds), markdownCell(runStageNote(s)))
+	}
+	return b.String()
+}
+
+func markdownCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
