@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -221,6 +223,46 @@ func TestRunInterruptedBuildResumesAtBuild(t *testing.T) {
 	code, stdout, stderr := runMain(t, f.args()...)
 	if have, _ := runOutcomes(t, stdout); code != ExitOK || have != "clone=up-to-date apply=up-to-date audit=up-to-date build=ran probe=skipped verify=ran" {
 		t.Fatalf("resumed run: exit %d, %s\n%s", code, have, stderr)
+	}
+}
+
+// TestRunKilledDuringBuildResumesAtBuild: SIGKILL gives mpspatch no chance to clean up;
+// the stamps of the finished stages must still be valid and the build must run again.
+func TestRunKilledDuringBuildResumesAtBuild(t *testing.T) {
+	f := newRunFixture(t)
+	started := filepath.Join(t.TempDir(), "build-started")
+	cmd := exec.Command(os.Args[0], f.args()...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1", "FAKE_MODE=hang", "FAKE_STARTED="+started)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var pid []byte
+	for {
+		var err error
+		if pid, err = os.ReadFile(started); err == nil && len(pid) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the build never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	// The fake build outlives its parent, as a real compiler would; end it.
+	if p, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+
+	hostOS = "linux"
+	t.Setenv("FAKE_MODE", "ok")
+	code, stdout, stderr := runMain(t, f.args()...)
+	if have, _ := runOutcomes(t, stdout); code != ExitOK || have != "clone=up-to-date apply=up-to-date audit=up-to-date build=ran probe=skipped verify=ran" {
+		t.Fatalf("run after SIGKILL: exit %d, %s\n%s", code, have, stderr)
 	}
 }
 

@@ -2,7 +2,7 @@
 // test, never installed). It answers the builder's preflight probe (-c ...), writes its
 // argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
 // $FAKE_MODE: "ok" prints a pip-like build with ninja progress and exits 0; "fail" prints
-// compiler errors and exits 1; "hang" writes $FAKE_STARTED and sleeps, to be interrupted. With $FAKE_NO_PIP set the probe says pip is missing.
+// compiler errors and exits 1; "hang" writes its pid to $FAKE_STARTED and sleeps, to be interrupted. With $FAKE_NO_PIP set the probe says pip is missing.
 package main
 
 import (
@@ -49,7 +49,7 @@ func main() {
 	case "hang":
 		// A build that is still running when the test interrupts it.
 		if path := os.Getenv("FAKE_STARTED"); path != "" {
-			_ = os.WriteFile(path, []byte("started\n"), 0o644)
+			_ = os.WriteFile(path, []byte(fmt.Sprintln(os.Getpid())), 0o644)
 		}
 		fmt.Println("  [1/20] Building CXX object caffe2/k1.cpp.o")
 		time.Sleep(time.Minute)
