@@ -3,17 +3,19 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"image/color"
 	"math"
-	"regexp"
 	"sort"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"strconv"
 )
+
+// The charts are drawn here as plain SVG rather than with a plotting library. gonum/plot
+// drew them before, and its fonts, LaTeX renderer and their package initialisers were
+// linked into every mpspatch command (about a third of the binary and of the start-up
+// time of `apply`), for two line charts. What the report needs is small and fixed: a log2
+// thread axis labelled at every measured count, a linear or log10 value axis, one polyline
+// per curve, a legend beside the data, and the page's own font.
 
 // SeriesColors are the curve colours, one per model in order of appearance. The HTML test
 // looks for the first one in a screenshot, so the page's own CSS must not use them.
@@ -30,66 +32,62 @@ var SeriesColors = []color.RGBA{
 type metric struct {
 	title, ylabel string
 	value         func(ScalingRow) float64
-	batched       bool // also draw the batched rows (same total work in one call)
-	legendTop     bool // where the curves are not: throughput rises, efficiency falls
-	log           bool // logarithmic y axis: batched throughput dwarfs the threaded curves
+	batched       bool    // also draw the batched rows (same total work in one call)
+	log           bool    // logarithmic y axis: batched throughput dwarfs the threaded curves
+	ideal         float64 // a dashed reference line at this y (0: none)
 }
 
 var chartMetrics = []metric{
-	{"Throughput against threads", "forwards / s", func(s ScalingRow) float64 { return s.FPS }, true, true, true},
-	{"Efficiency T(n) / (n·T(1))", "efficiency", func(s ScalingRow) float64 { return s.Efficiency }, false, false, false},
+	{"Throughput against threads", "forwards / s", func(s ScalingRow) float64 { return s.FPS }, true, true, 0},
+	{"Efficiency T(n) / (n·T(1))", "efficiency", func(s ScalingRow) float64 { return s.Efficiency }, false, false, 1},
 }
 
 // ScalingCharts renders one inline SVG per metric (throughput, efficiency), each with a curve
 // per model and target: patched solid, baseline dashed, batched dotted; throughput on a
-// logarithmic axis. It returns nil when
-// there are no scaling rows. The SVG has no XML prolog and no namespace URLs, so it can be
-// placed inside HTML as is and the page references nothing outside itself.
+// logarithmic axis. It returns nil when there are no scaling rows. The SVG has no XML prolog
+// and no namespace URLs, so it can be placed inside HTML as is and the page references
+// nothing outside itself. Text inherits the page's font.
 func ScalingCharts(rows []ScalingRow) ([][]byte, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
 	var out [][]byte
 	for _, m := range chartMetrics {
-		svg, err := scalingChart(rows, m)
-		if err != nil {
-			return nil, fmt.Errorf("draw %s chart: %w", m.ylabel, err)
-		}
-		out = append(out, svg)
+		out = append(out, scalingChart(rows, m))
 	}
 	return out, nil
 }
 
 type seriesKey struct{ model, target, mode string }
 
+type point struct{ x, y float64 }
+
 // plottable keeps the chart to numbers a plot can hold: the rows come from a Python script
 // (or an archived file) and may carry anything JSON can say.
 func plottable(x, y float64, logY bool) bool {
-	if x < 0 || x > 1e6 || math.IsNaN(y) || math.Abs(y) > 1e12 {
+	if x < 1 || x > 1e6 || math.IsNaN(y) || math.IsInf(y, 0) || math.Abs(y) > 1e12 {
 		return false
 	}
 	return !logY || y >= 1e-6
 }
 
-func scalingChart(rows []ScalingRow, m metric) (svg []byte, err error) {
-	// gonum/plot panics on degenerate axes; a report must never take mpspatch down.
-	defer func() {
-		if r := recover(); r != nil {
-			svg, err = nil, fmt.Errorf("chart: %v", r)
-		}
-	}()
-	p := plot.New()
-	p.Title.Text = m.title
-	p.X.Label.Text = "threads (batched: batch multiple)"
-	p.Y.Label.Text = m.ylabel
-	p.Legend.Top = m.legendTop
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
+// Chart geometry, in SVG user units (the page scales the whole chart).
+const (
+	chartW, chartH                 = 540.0, 340.0
+	plotL, plotT, plotR, plotB     = 60.0, 34.0, chartW - 142, chartH - 46 // the data area
+	legendX                        = plotR + 12
+	tickLen                        = 4.0
+	dashBatched, dashBaseline      = "2 3", "7 4"
+	gridColour, axisColour, txtCol = "#e6e6e6", "#555", "#333"
+)
 
+func scalingChart(rows []ScalingRow, m metric) []byte {
 	models := map[string]int{}
+	var order []string
 	var keys []seriesKey
-	points := map[seriesKey]plotter.XYs{}
-	minY, maxY := math.Inf(1), 0.0
+	points := map[seriesKey][]point{}
+	xs := map[float64]bool{}
+	minY, maxY := math.Inf(1), math.Inf(-1)
 	for _, r := range rows {
 		mode := r.Mode
 		if mode == "" {
@@ -98,107 +96,230 @@ func scalingChart(rows []ScalingRow, m metric) (svg []byte, err error) {
 		if mode == "batched" && !m.batched {
 			continue
 		}
-		y := m.value(r)
-		if !plottable(float64(r.Threads), y, m.log) {
+		x, y := float64(r.Threads), m.value(r)
+		if !plottable(x, y, m.log) {
 			continue // a failed or absurd measurement: it stays in the tables only
 		}
 		if _, ok := models[r.Model]; !ok {
 			models[r.Model] = len(models)
+			order = append(order, r.Model)
 		}
 		k := seriesKey{r.Model, r.Target, mode}
 		if _, ok := points[k]; !ok {
 			keys = append(keys, k)
 		}
-		points[k] = append(points[k], plotter.XY{X: float64(r.Threads), Y: y})
+		points[k] = append(points[k], point{x, y})
+		xs[x] = true
 		minY, maxY = math.Min(minY, y), math.Max(maxY, y)
 	}
-	// One legend entry per model, on its patched threads curve when there is one: the line
-	// styles are explained beside the chart.
-	legendKey := map[string]seriesKey{}
-	rank := func(k seriesKey) int {
-		r := 0
-		if k.mode == "batched" {
-			r += 2
-		}
-		if k.target != TargetPatched {
-			r++
-		}
-		return r
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`,
+		chartW, chartH, chartW, chartH, html.EscapeString(m.title))
+	fmt.Fprintf(&b, `<rect width="%g" height="%g" fill="#fff"/>`, chartW, chartH)
+	fmt.Fprintf(&b, `<text x="%g" y="20" text-anchor="middle" font-size="14" font-weight="600" fill="%s">%s</text>`,
+		(plotL+plotR)/2, txtCol, html.EscapeString(m.title))
+	if len(keys) == 0 {
+		fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle" fill="%s">no measurement to draw</text></svg>`,
+			(plotL+plotR)/2, (plotT+plotB)/2, txtCol)
+		return b.Bytes()
 	}
-	for _, k := range keys {
-		if have, ok := legendKey[k.model]; !ok || rank(k) < rank(have) {
-			legendKey[k.model] = k
-		}
+
+	xaxis := newLog2Axis(xs)
+	yaxis := newValueAxis(minY, maxY, m)
+	// Grid and ticks first, so that the curves are drawn over them.
+	for _, t := range xaxis.ticks {
+		px := xaxis.pos(t)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s"/>`, px, plotT, px, plotB, gridColour)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s"/>`, px, plotB, px, plotB+tickLen, axisColour)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle" font-size="11" fill="%s">%s</text>`, px, plotB+16, txtCol, formatTick(t))
 	}
-	var maxX float64
+	for _, t := range yaxis.ticks {
+		py := yaxis.pos(t)
+		fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="%s"/>`, plotL, py, plotR, py, gridColour)
+		fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="%s"/>`, plotL-tickLen, py, plotL, py, axisColour)
+		fmt.Fprintf(&b, `<text x="%g" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="11" fill="%s">%s</text>`,
+			plotL-tickLen-3, py, txtCol, formatTick(t))
+	}
+	fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="%s"/>`, plotL, plotT, plotR-plotL, plotB-plotT, axisColour)
+	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle" font-size="12" fill="%s">threads (batched: batch multiple), log₂ scale</text>`,
+		(plotL+plotR)/2, chartH-14, txtCol)
+	fmt.Fprintf(&b, `<text transform="translate(16 %g) rotate(-90)" text-anchor="middle" font-size="12" fill="%s">%s</text>`,
+		(plotT+plotB)/2, txtCol, html.EscapeString(m.ylabel+axisNote(m)))
+	if m.ideal > 0 && m.ideal >= yaxis.min && m.ideal <= yaxis.max {
+		py := yaxis.pos(m.ideal)
+		fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#b0b0b0" stroke-width="1.5" stroke-dasharray="3 3"/>`, plotL, py, plotR, py)
+	}
+
 	for _, k := range keys {
-		xys := points[k]
-		sort.Slice(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
-		for _, xy := range xys {
-			maxX = max(maxX, xy.X)
-		}
-		line, dots, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return nil, err
-		}
-		c := SeriesColors[models[k.model]%len(SeriesColors)]
-		line.Color = c
-		line.Width = vg.Points(2)
-		dots.Color = c
-		dots.Radius = vg.Points(2.5)
-		dots.Shape = draw.CircleGlyph{}
+		pts := points[k]
+		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
+		c := colourHex(SeriesColors[models[k.model]%len(SeriesColors)])
+		dash := ""
 		switch {
 		case k.mode == "batched":
-			line.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+			dash = ` stroke-dasharray="` + dashBatched + `"`
 		case k.target == TargetBaseline:
-			line.Dashes = []vg.Length{vg.Points(7), vg.Points(4)}
+			dash = ` stroke-dasharray="` + dashBaseline + `"`
 		}
-		p.Add(line, dots)
-		if legendKey[k.model] == k {
-			p.Legend.Add(k.model, line, dots)
+		b.WriteString(`<polyline fill="none" stroke-width="2" stroke="` + c + `"` + dash + ` points="`)
+		for i, p := range pts {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", xaxis.pos(p.x), yaxis.pos(p.y))
 		}
-	}
-	p.X.Min = 0
-	p.X.Max = maxX + 1
-	switch {
-	case m.log && maxY > 0:
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Y.Min = minY / 2
-		p.Y.Max = maxY * 8 // headroom for the legend
-	case m.ylabel == "efficiency":
-		p.Y.Min = 0
-		p.Y.Max = 1.2
-		ideal := plotter.NewFunction(func(float64) float64 { return 1 })
-		ideal.Color = color.Gray{0xb0}
-		ideal.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-		p.Add(ideal)
-	default:
-		p.Y.Min = 0
+		b.WriteString(`"/>`)
+		for _, p := range pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`, xaxis.pos(p.x), yaxis.pos(p.y), c)
+		}
 	}
 
-	c := vgsvg.NewWith(vgsvg.UseWH(5.6*vg.Inch, 3.6*vg.Inch))
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, err
+	// The legend sits to the right of the data area, never over a curve: one entry per
+	// model, then what the line styles mean.
+	y := plotT + 6
+	for _, model := range order {
+		c := colourHex(SeriesColors[models[model]%len(SeriesColors)])
+		fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/>`, legendX, y, legendX+22, y, c)
+		fmt.Fprintf(&b, `<circle cx="%g" cy="%g" r="2.5" fill="%s"/>`, legendX+11, y, c)
+		fmt.Fprintf(&b, `<text x="%g" y="%g" dominant-baseline="middle" font-size="11" fill="%s">%s</text>`, legendX+28, y, txtCol, html.EscapeString(clip(model, 18)))
+		y += 17
 	}
-	return inlineSVG(buf.Bytes()), nil
+	y += 6
+	styles := [][2]string{{"", "patched"}, {dashBaseline, "baseline"}}
+	if m.batched {
+		styles = append(styles, [2]string{dashBatched, "batched"})
+	}
+	for _, s := range styles {
+		dash := ""
+		if s[0] != "" {
+			dash = ` stroke-dasharray="` + s[0] + `"`
+		}
+		fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#666" stroke-width="2"%s/>`, legendX, y, legendX+22, y, dash)
+		fmt.Fprintf(&b, `<text x="%g" y="%g" dominant-baseline="middle" font-size="11" fill="#666">%s</text>`, legendX+28, y, s[1])
+		y += 17
+	}
+	b.WriteString(`</svg>`)
+	return b.Bytes()
 }
 
-var (
-	svgProlog = regexp.MustCompile(`(?s)^.*?(<svg\b)`)
-	svgXMLNS  = regexp.MustCompile(`\s+xmlns(:\w+)?="[^"]*"`)
-)
-
-// inlineSVG strips what a standalone SVG file needs and inline SVG in HTML does not: the XML
-// declaration, the generator comment and the namespace declarations (their values are URLs,
-// and the report promises no URL at all).
-func inlineSVG(b []byte) []byte {
-	b = svgProlog.ReplaceAll(b, []byte("$1"))
-	if i := bytes.Index(b, []byte(">")); i > 0 {
-		head := svgXMLNS.ReplaceAll(b[:i], nil)
-		b = append(append([]byte(nil), head...), b[i:]...)
+func axisNote(m metric) string {
+	if m.log {
+		return ", log scale"
 	}
-	return b
+	return ""
+}
+
+// axis maps data values to SVG coordinates.
+type axis struct {
+	min, max   float64 // in data units
+	log        bool    // log10 (y) or log2 (x) spacing: positions use the log of the value
+	from, to   float64 // SVG coordinates of min and max
+	ticks      []float64
+	logOfValue func(float64) float64
+}
+
+func (a axis) pos(v float64) float64 {
+	f := func(v float64) float64 { return v }
+	if a.log {
+		f = a.logOfValue
+	}
+	lo, hi := f(a.min), f(a.max)
+	if hi == lo {
+		return (a.from + a.to) / 2
+	}
+	return a.from + (f(v)-lo)/(hi-lo)*(a.to-a.from)
+}
+
+// newLog2Axis spaces thread counts by octaves and puts a tick at every measured count, so
+// 1, 2, 4, 8, 16 (and 3 or 12, when measured) are each labelled.
+func newLog2Axis(xs map[float64]bool) axis {
+	var ticks []float64
+	for x := range xs {
+		ticks = append(ticks, x)
+	}
+	sort.Float64s(ticks)
+	// Keep labels from overlapping: drop a tick closer than a fifth of an octave to the
+	// one before it (only a dense, unusual matrix has such counts).
+	kept := ticks[:0]
+	for _, t := range ticks {
+		if len(kept) == 0 || math.Log2(t)-math.Log2(kept[len(kept)-1]) >= 0.2 {
+			kept = append(kept, t)
+		}
+	}
+	lo, hi := ticks[0], ticks[len(ticks)-1]
+	return axis{min: lo / math.Sqrt2, max: hi * math.Sqrt2, log: true, from: plotL, to: plotR, ticks: kept, logOfValue: math.Log2}
+}
+
+// newValueAxis is the y axis: log10 with ticks at 1, 2, 5 × 10^k for throughput, linear
+// from 0 for efficiency (up to 1.2 so the ideal line shows) and anything else.
+func newValueAxis(minY, maxY float64, m metric) axis {
+	a := axis{from: plotB, to: plotT, log: m.log, logOfValue: math.Log10}
+	if m.log {
+		a.min = math.Pow(10, math.Floor(math.Log10(minY)))
+		a.max = math.Pow(10, math.Ceil(math.Log10(maxY)))
+		if a.max <= a.min {
+			a.max = a.min * 10
+		}
+		decades := math.Log10(a.max / a.min)
+		for e := math.Log10(a.min); e <= math.Log10(a.max)+1e-9; e++ {
+			base := math.Pow(10, e)
+			for _, f := range []float64{1, 2, 5} {
+				v := base * f
+				if v > a.max*(1+1e-9) || (f != 1 && decades > 4) {
+					continue
+				}
+				a.ticks = append(a.ticks, v)
+			}
+		}
+		return a
+	}
+	a.min, a.max = 0, math.Max(maxY, 0)
+	if m.ideal > 0 {
+		a.max = math.Max(a.max, m.ideal*1.2)
+	}
+	if a.max == 0 {
+		a.max = 1
+	}
+	step := niceStep(a.max / 5)
+	a.max = math.Ceil(a.max/step) * step
+	for v := 0.0; v <= a.max+step/2; v += step {
+		a.ticks = append(a.ticks, v)
+	}
+	return a
+}
+
+// niceStep rounds a raw tick step up to 1, 2 or 5 × 10^k.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || math.IsInf(raw, 0) || math.IsNaN(raw) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, f := range []float64{1, 2, 5, 10} {
+		if raw <= f*p {
+			return f * p
+		}
+	}
+	return 10 * p
+}
+
+// formatTick writes a tick value short: 16, 0.2, 2k, 1.5M.
+func formatTick(v float64) string {
+	switch av := math.Abs(v); {
+	case av >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case av >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func colourHex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
