@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
-	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ErrNotRepository is returned by HeadCommit for a directory that is not the top of a git
@@ -13,20 +19,27 @@ import (
 var ErrNotRepository = errors.New("not a git repository")
 
 // HeadCommit returns the full SHA HEAD points at in the repository whose work tree is
-// dir (dir itself, not a parent). It reads the refs in-process with go-git, which is
-// cheaper than starting git (see BenchmarkHeadCommit); a repository go-git cannot read
-// (an extension it does not know, say) is asked through `git rev-parse` instead.
+// dir (dir itself, not a parent). It reads the refs in-process with go-git's storage
+// layer, which is cheaper than starting git (see BenchmarkHeadCommit). Only the storage
+// and plumbing packages are imported: go-git's top-level package links its ssh, http and
+// OpenPGP transports, whose initialisers would run in every mpspatch command. A .git that
+// is a file (a linked worktree or a submodule), or a repository go-git cannot read (an
+// extension it does not know, say), is asked through `git rev-parse` instead.
 func (g *Git) HeadCommit(ctx context.Context, dir string) (string, error) {
-	repo, err := gogit.PlainOpenWithOptions(dir, &gogit.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
-	if errors.Is(err, gogit.ErrRepositoryNotExists) {
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
 		return "", fmt.Errorf("head commit of %s: %w", dir, ErrNotRepository)
 	}
-	if err == nil {
-		ref, herr := repo.Head()
-		if herr == nil {
+	if fi.IsDir() {
+		st := filesystem.NewStorage(osfs.New(dotgit), cache.NewObjectLRU(0))
+		ref, rerr := storer.ResolveReference(st, plumbing.HEAD)
+		if rerr == nil {
 			return ref.Hash().String(), nil
 		}
-		err = herr
+		err = rerr
+	} else {
+		err = errors.New(".git is a file")
 	}
 	sha, gerr := g.RevParse(ctx, dir, "HEAD")
 	if gerr != nil {
