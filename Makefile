@@ -14,8 +14,10 @@ export GORACE := atexit_sleep_ms=0
 
 all: build
 
+## build: a static binary (CGO_ENABLED=0): nothing in mpspatch needs cgo, and a static
+## binary starts without the dynamic loader (about 1 ms of every command's start-up).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mpspatch
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mpspatch
 
 ## test: everything CI runs — format, vet, race-enabled tests, darwin cross-build, fuzz smoke.
 test: fmt-check vet workflows race cross fuzz release-check test-python

@@ -7,41 +7,46 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed report.html.tmpl
 var reportTemplate string
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"gil": func(g *bool) string {
-		switch {
-		case g == nil:
-			return "unknown"
-		case *g:
-			return "enabled"
-		default:
-			return "disabled (free-threaded)"
-		}
-	},
-	"reason": signatureReason,
-	"join":   strings.Join,
-	"secs":   func(f float64) string { return fmt.Sprintf("%.2fs", f) },
-	"num":    func(f float64) string { return fmt.Sprintf("%.3g", f) },
-	"fps":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"ints": func(v []int) string {
-		if len(v) == 0 {
-			return "suite default"
-		}
-		return joinInts(v)
-	},
-	"verdict": func(row Row, target string) *Verdict {
-		if v, ok := row.ByTarget[target]; ok {
-			return &v
-		}
-		return nil
-	},
-}).Parse(reportTemplate))
+// reportTmpl is parsed on first use: parsing it at package initialisation cost every
+// mpspatch command (apply, status, ...) the time, although only verify writes HTML.
+var reportTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"gil": func(g *bool) string {
+			switch {
+			case g == nil:
+				return "unknown"
+			case *g:
+				return "enabled"
+			default:
+				return "disabled (free-threaded)"
+			}
+		},
+		"reason": signatureReason,
+		"join":   strings.Join,
+		"secs":   func(f float64) string { return fmt.Sprintf("%.2fs", f) },
+		"num":    func(f float64) string { return fmt.Sprintf("%.3g", f) },
+		"fps":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"ints": func(v []int) string {
+			if len(v) == 0 {
+				return "suite default"
+			}
+			return joinInts(v)
+		},
+		"verdict": func(row Row, target string) *Verdict {
+			if v, ok := row.ByTarget[target]; ok {
+				return &v
+			}
+			return nil
+		},
+	}).Parse(reportTemplate))
+})
 
 type htmlData struct {
 	*Report
@@ -83,7 +88,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		d.Charts = append(d.Charts, template.HTML(c)) // our own SVG, drawn from numbers
 	}
 	d.Batches, d.Batched = batchedTable(r.ScalingRows)
-	return reportTmpl.Execute(w, d)
+	return reportTmpl().Execute(w, d)
 }
 
 // batchedTable pivots the batched rows: one row per target and model, one column per batch.
