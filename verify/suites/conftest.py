@@ -22,6 +22,7 @@ import suite_harness as H  # noqa: E402
 _EVENTS = H.EventLog(None)
 _PHASES = {}
 _STARTED = {}
+_NOTES = []
 
 
 def pytest_addoption(parser):
@@ -171,6 +172,20 @@ def events():
     return _EVENTS
 
 
+@pytest.fixture
+def note(request):
+    """note(key, value): a measurement or a capability a test could not check, kept three ways:
+    the test's user properties (junit), a `note` event for the runner (which may ignore it),
+    and a line in the terminal summary ("mpspatch notes")."""
+
+    def _note(key, value):
+        request.node.user_properties.append((key, value))
+        _EVENTS.emit({"event": "note", "id": request.node.nodeid, "key": key, "value": value})
+        _NOTES.append((request.node.nodeid, key, value))
+
+    return _note
+
+
 def pytest_generate_tests(metafunc):
     """Parametrize `threads` from the profile (or --threads): `threads` uses the model matrix,
     `raw_threads` the raw-op matrix (always reaching 16 unless --threads says otherwise)."""
@@ -182,6 +197,10 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _NOTES:
+        terminalreporter.write_sep("-", "mpspatch notes (measurements, capabilities not checked)")
+        for nodeid, key, value in _NOTES:
+            terminalreporter.write_line("%s: %s = %s" % (nodeid, key, value))
     mod = sys.modules.get("test_boundary")
     if mod is None or not getattr(mod, "BOUNDARIES", None):
         return

@@ -10,6 +10,9 @@ Commands (request["cmd"]):
   cold      all threads do their first device work together; outputs saved with torch.save
   work      run a model workload on k threads after a file barrier shared with sibling
             processes; outputs and timing saved (multi-process vs multi-thread)
+  twophase  all threads do their first device work together, each starting with a different
+            kind of op (suite_work.FIRST_USE_KINDS); then, behind a second barrier, steady
+            model work; both phases' outputs saved with torch.save
   boundary  for each thread count in turn, run an op class on that many threads and print
             {"threads": n, "ok": bool, "message": ...}; stop at the first failure
 """
@@ -61,6 +64,36 @@ def cold(req):
         return outs
 
     results = H.run_threads(n, worker, req["timeout"])
+    torch.save(results, req["out"])
+    say({"ok": True})
+
+
+def twophase(req):
+    import copy
+    import threading
+
+    import torch
+
+    import suite_harness as H
+    import suite_models as M
+    import suite_work as W
+
+    device, n, iters, timeout = req["device"], req["threads"], req["iters"], req["timeout"]
+    # Nothing reaches the device before the first barrier: phase 2's models and inputs are made
+    # on the CPU, and each thread moves its own copy there after its first-use phase.
+    steady = W.ModelWork("cpu", "mixed", batch=req["batch"])
+    steady.prepare(n)
+    second = threading.Barrier(n)
+
+    def worker(tid):
+        first = W.first_use_all(tid, device)  # phase 1: every thread's first ops, together
+        second.wait(timeout)                  # phase 2: steady work, together
+        model = copy.deepcopy(steady.model(tid)).to(device)
+        xs = [x.to(device) for x in steady.inputs(tid)]
+        outs = [M.forward(model, xs[i % len(xs)]).cpu() for i in range(iters)]
+        return first, outs
+
+    results = H.run_threads(n, worker, timeout)
     torch.save(results, req["out"])
     say({"ok": True})
 
@@ -123,7 +156,7 @@ def main(argv):
         sys.stderr.write("usage: suite_child.py '<json request>'\n")
         return 2
     req = json.loads(argv[1])
-    {"cold": cold, "work": work, "boundary": boundary}[req["cmd"]](req)
+    {"cold": cold, "work": work, "twophase": twophase, "boundary": boundary}[req["cmd"]](req)
     return 0
 
 

@@ -44,6 +44,20 @@ PROFILES = {
         "boundary_iters": 3,
         "join_timeout": 120.0,
         "child_timeout": 150.0,
+        # Second-pass hazards (issue 7): allocator churn, device-wide sync, events, thread
+        # lifetimes, two-phase first use. Sizes are square matrix sides.
+        "alloc_sizes": [32, 48, 64, 96],
+        "alloc_iters": 20,
+        "sync_size": 128,
+        "sync_steps": 16,
+        "event_size": 128,
+        "event_steps": 16,
+        "life_rounds": 60,
+        "life_threads": 4,
+        "life_warmup": 15,
+        "life_rss_tol_mib": 24,
+        "first_use_threads": 16,
+        "first_use_iters": 3,
     },
     "full": {
         "threads": [2, 4, 8, 16],
@@ -65,6 +79,18 @@ PROFILES = {
         "boundary_iters": 20,
         "join_timeout": 300.0,
         "child_timeout": 300.0,
+        "alloc_sizes": [64, 96, 128, 192, 256],
+        "alloc_iters": 50,
+        "sync_size": 512,
+        "sync_steps": 32,
+        "event_size": 512,
+        "event_steps": 32,
+        "life_rounds": 250,
+        "life_threads": 8,
+        "life_warmup": 50,
+        "life_rss_tol_mib": 48,
+        "first_use_threads": 32,
+        "first_use_iters": 20,
     },
 }
 
@@ -123,6 +149,134 @@ def synchronize(torch, device):
             mps.synchronize()
         else:  # torch 1.13 has no torch.mps: a device-to-host copy waits for the queue.
             torch.zeros(1, device="mps").cpu()
+
+
+# ---------------------------------------------------------------------------------------------
+# Device capabilities beyond plain ops. Devices and torch versions differ in what they offer
+# (torch.accelerator from 2.6, torch.mps from 2.0, MPS events from 2.1, no events on the CPU);
+# a test asks here, exercises what exists and reports what does not, never passing silently.
+
+
+def device_wide_syncs(torch, device):
+    """The device-wide synchronize calls this torch has for device.
+
+    Returns (have, lack): have is [(name, fn)] with fn() waiting for all queued work of every
+    thread on the device; lack is [(name, why)] for the calls this torch or device lacks.
+    torch.accelerator.synchronize counts only when the current accelerator is device.
+    """
+    have, lack = [], []
+    mod = getattr(torch, device, None)
+    name = "torch.%s.synchronize" % device
+    if mod is not None and hasattr(mod, "synchronize"):
+        have.append((name, mod.synchronize))
+    elif device == "cpu":
+        lack.append((name, "absent in torch %s (cpu ops run synchronously on the calling "
+                           "thread)" % torch.__version__))
+    else:
+        lack.append((name, "absent in torch %s" % torch.__version__))
+    acc = getattr(torch, "accelerator", None)
+    name = "torch.accelerator.synchronize"
+    if acc is None or not hasattr(acc, "synchronize"):
+        lack.append((name, "torch.accelerator is absent in torch %s (added in 2.6)" %
+                     torch.__version__))
+    else:
+        current = acc.current_accelerator() if hasattr(acc, "current_accelerator") else None
+        kind = getattr(current, "type", None)
+        if kind == device:
+            have.append((name, acc.synchronize))
+        else:
+            lack.append((name, "the current accelerator is %s, not %s" % (kind, device)))
+    return have, lack
+
+
+def device_events(torch, device):
+    """A factory for device events, or None and why not.
+
+    Returns (make, why): make(enable_timing) builds an event with record(), wait(),
+    synchronize(), query() and elapsed_time(); why is "" when make is not None.
+    """
+    if device == "cuda":
+        return (lambda timing: torch.cuda.Event(enable_timing=timing)), ""
+    if device == "mps":
+        mps = getattr(torch, "mps", None)
+        cls = getattr(getattr(mps, "event", None), "Event", None) or getattr(mps, "Event", None)
+        if cls is not None:
+            return (lambda timing: cls(enable_timing=timing)), ""
+        generic = getattr(torch, "Event", None)
+        if generic is not None:
+            return (lambda timing: generic(device="mps", enable_timing=timing)), ""
+        return None, "torch %s has no MPS events (torch.mps.Event is 2.1+)" % torch.__version__
+    return None, ("%s has no device events in torch %s (%s ops run synchronously on the "
+                  "calling thread)" % (device, torch.__version__, device))
+
+
+class _NoStream:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def thread_stream(torch, device):
+    """A context in which the calling thread's device work runs on a stream of its own.
+
+    The patched MPS backend gives every thread its own stream without being asked; CUDA puts
+    every thread on the one default stream unless told otherwise. On CUDA each worker therefore
+    enters a fresh torch.cuda.Stream, so that the control exercises the same cross-stream
+    orderings (device-wide synchronize, events, buffers freed on one stream and allocated on
+    another) as a Mac. MPS and CPU: nothing to do.
+    """
+    if device == "cuda":
+        return torch.cuda.stream(torch.cuda.Stream())
+    return _NoStream()
+
+
+def rss_bytes():
+    """Resident set size of this process in bytes, and where it came from.
+
+    Linux: /proc/self/statm (current RSS). Elsewhere (macOS): `ps -o rss=` (current RSS in KiB).
+    Returns (None, why) when neither works.
+    """
+    try:
+        with open("/proc/self/statm", "r") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE"), "/proc/self/statm"
+    except (OSError, ValueError, IndexError):
+        pass
+    import subprocess
+
+    try:
+        out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, timeout=30).stdout
+        return int(out.strip()) * 1024, "ps -o rss="
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return None, "no /proc/self/statm and ps failed: %s" % exc
+
+
+def device_memory(torch, device):
+    """Device memory counters this torch has for device: ({name: bytes}, [(name, why)]).
+
+    "allocated" is memory held by live tensors (it returns to its value when they are freed);
+    "cached" is what the device allocator or driver holds for the process, free blocks included.
+    """
+    have, lack = {}, []
+    if device == "cuda":
+        have["allocated"] = int(torch.cuda.memory_allocated())
+        have["cached"] = int(torch.cuda.memory_reserved())
+    elif device == "mps":
+        mps = getattr(torch, "mps", None)
+        for key, fn in (("allocated", "current_allocated_memory"),
+                        ("cached", "driver_allocated_memory")):
+            if mps is not None and hasattr(mps, fn):
+                have[key] = int(getattr(mps, fn)())
+            else:
+                lack.append(("torch.mps.%s" % fn, "absent in torch %s" % torch.__version__))
+    else:
+        lack.append(("device memory", "%s has no device allocator counters (host memory is "
+                                      "the process RSS)" % device))
+    return have, lack
 
 
 def make_generator(torch, device, seed):

@@ -1,11 +1,13 @@
 """Thread lifecycle: churn (threads come and go), over-subscription (more threads than the
 MPS stream pool has streams) and synchronize() from one thread while others work. Seeds: the
 "Over-Subscription Detection" and "Thread Churn (Freelist)" tests; off-queue synchronize()
-fixed by syncing the current stream."""
+fixed by syncing the current stream. test_thread_start_end_memory measures what threads that
+come and go cost in memory (issue 7, hazard 6)."""
 
 import threading
 
 import suite_harness as H
+import suite_models as M
 import suite_work as W
 
 
@@ -72,3 +74,108 @@ def test_sync_while_working(settings, threads):
     H.check_threads(results, refs, work.tol)
 
 
+
+
+# Shapes the short-lived threads cycle through: (model, batch, sequence length or None).
+LIFE_SHAPES = [("sequential", b, None) for b in (1, 2, 3, 5, 8)] + \
+    [("transformer", b, s) for b, s in ((1, 8), (2, 16), (3, 12), (2, 24))]
+MIB = 1024 * 1024
+# Device tensors are all freed between measurements, so "allocated" must come back exactly; a
+# little slack covers allocator bookkeeping (MPS counts its heap metadata there).
+DEVICE_ALLOCATED_TOL = 1 * MIB
+# What the device allocator or driver caches may grow by after warm-up (free blocks of new
+# sizes), far below the cost of keeping per-thread graph and kernel caches of every dead thread.
+DEVICE_CACHED_TOL = 64 * MIB
+
+
+def _life_input(shape_id, device):
+    import torch
+
+    model, batch, seq = LIFE_SHAPES[shape_id]
+    gen = torch.Generator().manual_seed(8000 + shape_id)
+    size = (batch, 64) if seq is None else (batch, seq, 64)
+    return torch.randn(size, generator=gen).to(device)
+
+
+def _measure(settings):
+    import gc
+
+    import torch
+
+    gc.collect()
+    settings.sync()
+    rss, _ = H.rss_bytes()
+    dev, _ = H.device_memory(torch, settings.device)
+    return rss, dev
+
+
+def test_thread_start_end_memory(settings, note):
+    """Threads that start and end hundreds of times (issue 7, hazard 6: a thread keeps its
+    stream for life, never commits on exit, and its thread-local graph and kernel caches are
+    never freed). Round after round, fresh threads each run a small model on one of several
+    shapes (graph-built ops on MPS: LayerNorm, GELU, Softmax, attention), every result checked
+    against the single-threaded reference. After a warm-up that has run every shape, memory is
+    measured, and again at the end: the process RSS may grow by at most life_rss_tol_mib
+    (24 MiB quick, 48 MiB full), the device's live-tensor memory by at most 1 MiB, and what its
+    allocator or driver caches by at most 64 MiB. The numbers are reported as notes."""
+    import torch
+
+    rounds, n, warm = settings["life_rounds"], settings["life_threads"], settings["life_warmup"]
+    if settings.override:
+        n = max(settings.override)
+    assert rounds > warm, "profile error: life_rounds %d must exceed life_warmup %d" % (rounds, warm)
+    device = settings.device
+    models = {name: M.build_model(name, 100, device) for name in ("sequential", "transformer")}
+    inputs = [_life_input(i, device) for i in range(len(LIFE_SHAPES))]
+    refs = [M.forward(models[LIFE_SHAPES[i][0]], x).cpu() for i, x in enumerate(inputs)]
+    settings.sync()
+
+    def worker(r, tid):
+        shape_id = (r * n + tid) % len(LIFE_SHAPES)
+        y = M.forward(models[LIFE_SHAPES[shape_id][0]], inputs[shape_id])
+        return shape_id, y.cpu()
+
+    rss_source = H.rss_bytes()[1]
+    dev_lack = H.device_memory(torch, device)[1]
+    base = None
+    for r in range(rounds):
+        if r == warm:
+            base = _measure(settings)
+        results = H.run_threads(n, lambda tid: worker(r, tid), settings["join_timeout"])
+        try:
+            H.check_threads([y for _, y in results], [refs[s] for s, _ in results], H.MODEL_TOL)
+        except AssertionError as exc:
+            raise AssertionError("round %d of %d: %s" % (r + 1, rounds, exc))
+        del results
+    end = _measure(settings)
+    lifetimes = (rounds - warm) * n
+    note("thread_lifetimes", "%d in all, %d measured after a warm-up of %d" % (
+        rounds * n, lifetimes, warm * n))
+    problems = []
+    if base is None or base[0] is None or end[0] is None:
+        note("not checked", "process RSS: %s" % rss_source)
+    else:
+        growth = end[0] - base[0]
+        tol = settings["life_rss_tol_mib"] * MIB
+        note("rss_mib", "%.1f after warm-up, %.1f at the end, growth %+.2f (%+.1f KiB per "
+                        "thread lifetime; tolerance %d MiB; %s)" % (
+                            base[0] / MIB, end[0] / MIB, growth / MIB,
+                            growth / 1024.0 / lifetimes, tol // MIB, rss_source))
+        if growth > tol:
+            problems.append("process RSS grew by %.1f MiB over %d thread lifetimes after "
+                            "warm-up (tolerance %d MiB)" % (growth / MIB, lifetimes, tol // MIB))
+    for name, why in dev_lack:
+        note("not checked", "%s: %s" % (name, why))
+    for key, tol in (("allocated", DEVICE_ALLOCATED_TOL), ("cached", DEVICE_CACHED_TOL)):
+        if key not in base[1]:
+            continue
+        growth = end[1][key] - base[1][key]
+        note("device_%s_mib" % key, "%.2f after warm-up, %.2f at the end, growth %+.3f "
+                                    "(tolerance %g MiB)" % (
+                                        base[1][key] / MIB, end[1][key] / MIB, growth / MIB,
+                                        tol / MIB))
+        if growth > tol:
+            problems.append("device %s memory grew by %.2f MiB over %d thread lifetimes after "
+                            "warm-up (tolerance %g MiB)" % (key, growth / MIB, lifetimes,
+                                                            tol / MIB))
+    assert not problems, "; ".join(problems)

@@ -73,3 +73,40 @@ def test_warm_start(settings, threads, model):
     work.run(0, 1)
     settings.sync()
     W.run_and_check(work, threads, settings["iters"], settings["join_timeout"])
+
+
+@pytest.mark.subprocess
+def test_two_phase_first_use(settings, tmp_path):
+    """Two-phase start in a fresh process (issue 7: many threads hit first-use initialisation
+    together). Phase 1: the child's main thread never touches the device; first_use_threads
+    threads (16 quick, 32 full) pass a barrier and each runs one op of every kind in
+    suite_work.FIRST_USE_KINDS, thread i starting with kind i % K, so that every kind's lazy
+    initialisation (device generator, copies, matmul kernels, MPSGraph ops, range/eye
+    factories, renorm, synchronize) is first hit by several threads at once. Phase 2, behind a
+    second barrier: steady model work (each thread its own copy of one of the four models,
+    first_use_iters forwards). Both phases are compared with this process's single-threaded
+    reference under the model tolerance (the integer-valued matmul and the seeded randn are
+    bitwise equal in practice; linear, conv and norm may pick other kernels per call)."""
+    import torch
+
+    n = settings["first_use_threads"]
+    if settings.override:
+        n = max(settings.override)
+    iters, batch = settings["first_use_iters"], settings["batch"]
+    want_first = [W.first_use_all(tid, settings.device) for tid in range(n)]
+    steady = W.ModelWork(settings.device, "mixed", batch=batch)
+    steady.prepare(n)
+    want_steady = steady.reference(n, iters)
+    out = str(tmp_path / "twophase.pt")
+    child = H.run_child({"cmd": "twophase", "device": settings.device, "threads": n,
+                         "iters": iters, "batch": batch, "out": out,
+                         "timeout": settings["join_timeout"]}, settings["child_timeout"])
+    if not child.ok:
+        raise H.ThreadsFailed("two-phase start (%d threads): %s" % (n, child.why()))
+    assert os.path.exists(out), "child exited 0 without writing %s" % out
+    results = torch.load(out)
+    kinds = W.FIRST_USE_KINDS
+    H.check_threads([[r[0][k] for k in kinds] for r in results],
+                    [[w[k] for k in kinds] for w in want_first], H.MODEL_TOL,
+                    what="phase-1 thread")
+    H.check_threads([r[1] for r in results], want_steady, H.MODEL_TOL, what="phase-2 thread")
