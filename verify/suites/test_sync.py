@@ -104,7 +104,6 @@ def test_main_thread_sync_reads_workers(settings, threads, mode, note):
             H.check_threads(have, refs, work.tol)
         except AssertionError as exc:
             raise AssertionError("after %s() on the main thread: %s" % (name, exc))
-        note("checked", "%s() on the main thread, then every worker's output read" % name)
     if not syncs:
         if settings.device != "cpu":
             pytest.skip("no device-wide synchronize for %s in torch %s: nothing checked" % (
