@@ -352,6 +352,49 @@ def provenance_line(env):
         env["torch"], env["torch_git"], env["torch_path"], origin)
 
 
+MIB = 1024 * 1024
+
+
+def memory_growth(before, after, tolerances, lifetimes):
+    """Judge memory counters measured after warm-up (before) and at the end (after).
+
+    before, after and tolerances map a counter name ("rss", "allocated", "cached") to bytes;
+    a counter missing from before or after is not judged. Returns (rows, problems): rows are
+    (name, "X after warm-up, Y at the end, growth +Z (per thread lifetime; tolerance T MiB)")
+    in MiB for the report, problems one message per counter that grew beyond its tolerance.
+    """
+    rows, problems = [], []
+    for key in sorted(tolerances):
+        if key not in before or key not in after:
+            continue
+        growth = after[key] - before[key]
+        tol = tolerances[key]
+        rows.append((key, "%.2f after warm-up, %.2f at the end, growth %+.3f (%+.2f KiB per "
+                          "thread lifetime; tolerance %g MiB)" % (
+                              before[key] / MIB, after[key] / MIB, growth / MIB,
+                              growth / 1024.0 / max(1, lifetimes), tol / MIB)))
+        if growth > tol:
+            problems.append("%s memory grew by %.2f MiB over %d thread lifetimes after warm-up "
+                            "(tolerance %g MiB)" % (key, growth / MIB, lifetimes, tol / MIB))
+    return rows, problems
+
+
+def elapsed_problem(elapsed_ms, wall_ms, slack_ms):
+    """None when an event's elapsed_time is a possible time for work the host saw take
+    wall_ms (finite, not negative, at most wall_ms + slack_ms), else what is wrong with it."""
+    import math
+
+    if elapsed_ms is None or not isinstance(elapsed_ms, (int, float)) or \
+            not math.isfinite(elapsed_ms):
+        return "elapsed_time %r is not a finite number" % (elapsed_ms,)
+    if elapsed_ms < 0:
+        return "elapsed_time %.3f ms is negative" % elapsed_ms
+    if elapsed_ms > wall_ms + slack_ms:
+        return "elapsed_time %.3f ms exceeds the %.3f ms the host saw around it" % (
+            elapsed_ms, wall_ms)
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Events for the Go runner: one JSON object per line, appended with a single write(2) on an
 # O_APPEND descriptor so that a crash right after a line loses nothing and lines from several

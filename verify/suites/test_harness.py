@@ -425,3 +425,99 @@ def test_conftest_writes_the_runner_protocol(tmp_path):
     order = [(e["event"], e.get("id")) for e in evs[1:]]
     for nodeid in want:
         assert order.index(("start", nodeid)) < order.index(("end", nodeid))
+
+
+# ---------------------------------------------------------------------------------------------
+# The second-pass helpers: capabilities, memory and elapsed-time judgements, exact int work.
+
+
+class _NS:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _fake_torch(version="9.9", device_mod=None, accelerator=None, **extra):
+    t = _NS(__version__=version, **extra)
+    for name, mod in (device_mod or {}).items():
+        setattr(t, name, mod)
+    if accelerator is not None:
+        t.accelerator = accelerator
+    return t
+
+
+def test_device_wide_syncs_lists_what_exists_and_what_does_not():
+    calls = []
+    acc = _NS(synchronize=lambda: calls.append("acc"),
+              current_accelerator=lambda: _NS(type="mps"))
+    have, lack = H.device_wide_syncs(
+        _fake_torch(device_mod={"mps": _NS(synchronize=lambda: calls.append("mps"))},
+                    accelerator=acc), "mps")
+    assert [n for n, _ in have] == ["torch.mps.synchronize", "torch.accelerator.synchronize"]
+    assert lack == []
+    for _, fn in have:
+        fn()
+    assert calls == ["mps", "acc"]
+
+    # torch 1.13 on CPU: neither exists, and each absence says why.
+    have, lack = H.device_wide_syncs(_fake_torch("1.13.0", device_mod={"cpu": _NS()}), "cpu")
+    assert have == []
+    assert [n for n, _ in lack] == ["torch.cpu.synchronize", "torch.accelerator.synchronize"]
+    assert "synchronously" in lack[0][1] and "2.6" in lack[1][1]
+
+    # torch.accelerator on a CUDA machine does not count for a cpu run.
+    acc = _NS(synchronize=lambda: None, current_accelerator=lambda: _NS(type="cuda"))
+    have, lack = H.device_wide_syncs(
+        _fake_torch(device_mod={"cpu": _NS(synchronize=lambda: None)}, accelerator=acc), "cpu")
+    assert [n for n, _ in have] == ["torch.cpu.synchronize"]
+    assert lack == [("torch.accelerator.synchronize", "the current accelerator is cuda, not cpu")]
+
+
+def test_device_events_says_why_there_are_none():
+    make, why = H.device_events(torch, "cpu")
+    assert make is None and "cpu has no device events" in why
+    make, why = H.device_events(_fake_torch("1.13.0"), "mps")
+    assert make is None and "2.1" in why
+
+
+@pytest.mark.parametrize("before,after,problem", [
+    ({"rss": 100 * H.MIB}, {"rss": 110 * H.MIB}, None),
+    ({"rss": 100 * H.MIB}, {"rss": 140 * H.MIB}, "rss memory grew by 40.00 MiB"),
+    ({"rss": 100 * H.MIB, "allocated": 5 * H.MIB}, {"rss": 90 * H.MIB, "allocated": 7 * H.MIB},
+     "allocated memory grew by 2.00 MiB"),
+    ({"cached": 0}, {}, None),  # a counter measured only once is not judged
+])
+def test_memory_growth(before, after, problem):
+    tol = {"rss": 24 * H.MIB, "allocated": H.MIB, "cached": 64 * H.MIB}
+    rows, problems = H.memory_growth(before, after, tol, 100)
+    assert [k for k, _ in rows] == sorted(k for k in before if k in after)
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+@pytest.mark.parametrize("elapsed,wall,ok", [
+    (1.5, 3.0, True), (0.0, 0.1, True), (4.0, 3.0, True),  # within the 2 ms slack
+    (10.0, 3.0, False), (-0.5, 3.0, False), (float("nan"), 3.0, False), (None, 3.0, False),
+])
+def test_elapsed_problem(elapsed, wall, ok):
+    assert (H.elapsed_problem(elapsed, wall, 2.0) is None) == ok
+
+
+def test_int_work_is_exact_and_a_single_wrong_element_fails():
+    import suite_work as W
+
+    work = W.IntChain("cpu", 24, 5)
+    refs = work.reference(3)
+    again = [work.run(tid) for tid in range(3)]
+    H.check_threads(again, refs, work.tol)
+    for r in refs:
+        assert bool((r == r.round()).all()) and float(r.min()) >= -3 and float(r.max()) <= 3
+    again[1] = again[1].clone()
+    again[1][0, 0] += 1
+    with pytest.raises(AssertionError, match="1 of 3 threads gave wrong results"):
+        H.check_threads(again, refs, work.tol)
+
+    churn = W.AllocChurn("cpu", [8, 12])
+    assert len(churn.run(0, 4)) == 4
+    H.check_threads([churn.run(t, 4) for t in range(2)], churn.reference(2, 4), churn.tol)

@@ -79,7 +79,7 @@ def test_sync_while_working(settings, threads):
 # Shapes the short-lived threads cycle through: (model, batch, sequence length or None).
 LIFE_SHAPES = [("sequential", b, None) for b in (1, 2, 3, 5, 8)] + \
     [("transformer", b, s) for b, s in ((1, 8), (2, 16), (3, 12), (2, 24))]
-MIB = 1024 * 1024
+MIB = H.MIB
 # Device tensors are all freed between measurements, so "allocated" must come back exactly; a
 # little slack covers allocator bookkeeping (MPS counts its heap metadata there).
 DEVICE_ALLOCATED_TOL = 1 * MIB
@@ -151,31 +151,16 @@ def test_thread_start_end_memory(settings, note):
     lifetimes = (rounds - warm) * n
     note("thread_lifetimes", "%d in all, %d measured after a warm-up of %d" % (
         rounds * n, lifetimes, warm * n))
-    problems = []
-    if base is None or base[0] is None or end[0] is None:
+    if base[0] is None or end[0] is None:
         note("not checked", "process RSS: %s" % rss_source)
-    else:
-        growth = end[0] - base[0]
-        tol = settings["life_rss_tol_mib"] * MIB
-        note("rss_mib", "%.1f after warm-up, %.1f at the end, growth %+.2f (%+.1f KiB per "
-                        "thread lifetime; tolerance %d MiB; %s)" % (
-                            base[0] / MIB, end[0] / MIB, growth / MIB,
-                            growth / 1024.0 / lifetimes, tol // MIB, rss_source))
-        if growth > tol:
-            problems.append("process RSS grew by %.1f MiB over %d thread lifetimes after "
-                            "warm-up (tolerance %d MiB)" % (growth / MIB, lifetimes, tol // MIB))
     for name, why in dev_lack:
         note("not checked", "%s: %s" % (name, why))
-    for key, tol in (("allocated", DEVICE_ALLOCATED_TOL), ("cached", DEVICE_CACHED_TOL)):
-        if key not in base[1]:
-            continue
-        growth = end[1][key] - base[1][key]
-        note("device_%s_mib" % key, "%.2f after warm-up, %.2f at the end, growth %+.3f "
-                                    "(tolerance %g MiB)" % (
-                                        base[1][key] / MIB, end[1][key] / MIB, growth / MIB,
-                                        tol / MIB))
-        if growth > tol:
-            problems.append("device %s memory grew by %.2f MiB over %d thread lifetimes after "
-                            "warm-up (tolerance %g MiB)" % (key, growth / MIB, lifetimes,
-                                                            tol / MIB))
+    before, after = dict(base[1]), dict(end[1])
+    tolerances = {"rss": settings["life_rss_tol_mib"] * MIB, "allocated": DEVICE_ALLOCATED_TOL,
+                  "cached": DEVICE_CACHED_TOL}
+    if base[0] is not None and end[0] is not None:
+        before["rss"], after["rss"] = base[0], end[0]
+    rows, problems = H.memory_growth(before, after, tolerances, lifetimes)
+    for key, text in rows:
+        note("%s_mib" % key, text + (" (%s)" % rss_source if key == "rss" else ""))
     assert not problems, "; ".join(problems)

@@ -12,6 +12,9 @@ computed with a reference this process computed beforehand from the same seeds.
                device and a synchronize) and moves shared models there; threads then run the
                first forward of every model together (kernel and graph caches still cold)
 
+test_two_phase_first_use (issue 7) also starts a fresh python: many threads hit the first use of
+several kinds of op together, then do steady work together.
+
 Warm start runs in-process: a single-threaded warm-up with the exact ops and shapes, then the
 threads together.
 """
