@@ -44,7 +44,21 @@ type Options struct {
 	Poll      time.Duration // how often the events file is read; zero: 100ms
 }
 
-// ListSuites returns the test files (test_*.py) in dir, sorted.
+// SelfTests are the suite directory's tests of its own machinery (comparison, boundary search,
+// the event protocol): they belong to the project's `make test` (test-python), not to a user's
+// report about their torch, so ListSuites leaves them out.
+var SelfTests = []string{"test_harness.py"}
+
+func isSelfTest(name string) bool {
+	for _, s := range SelfTests {
+		if name == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ListSuites returns the concurrency suites in dir (test_*.py but not SelfTests), sorted.
 func ListSuites(dir string) ([]string, error) {
 	m, err := filepath.Glob(filepath.Join(dir, "test_*.py"))
 	if err != nil {
@@ -52,7 +66,9 @@ func ListSuites(dir string) ([]string, error) {
 	}
 	out := make([]string, 0, len(m))
 	for _, p := range m {
-		out = append(out, filepath.Base(p))
+		if name := filepath.Base(p); !isSelfTest(name) {
+			out = append(out, name)
+		}
 	}
 	sort.Strings(out)
 	return out, nil
@@ -76,6 +92,11 @@ func SelectSuites(all, names []string) ([]string, error) {
 			}
 		}
 		if !found {
+			for _, s := range SelfTests {
+				if stem := strings.TrimSuffix(s, ".py"); n == s || n == stem || "test_"+n == stem {
+					return nil, fmt.Errorf("suite %q is the suites' self-test; `make test-python` runs it, verify does not (have: %s)", n, strings.Join(all, ", "))
+				}
+			}
 			return nil, fmt.Errorf("unknown suite %q (have: %s)", n, strings.Join(all, ", "))
 		}
 	}

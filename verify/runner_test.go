@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -318,6 +319,7 @@ func TestSelectSuites(t *testing.T) {
 		{"short name", []string{"raw_ops"}, []string{"test_raw_ops.py"}, false},
 		{"stem and file, kept in suite order", []string{"test_raw_ops", "test_linear.py"}, []string{"test_linear.py", "test_raw_ops.py"}, false},
 		{"unknown", []string{"nope"}, nil, true},
+		{"self-test", []string{"harness"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			have, err := SelectSuites(all, tc.names)
@@ -348,6 +350,52 @@ func TestEmbeddedSuites(t *testing.T) {
 	for _, f := range files {
 		if !strings.HasPrefix(f, "test_") || !strings.HasSuffix(f, ".py") {
 			t.Errorf("ListSuites returned %q", f)
+		}
+	}
+}
+
+// TestListSuitesLeavesOutSelfTests: a user's verify runs the concurrency suites only; the
+// harness self-tests stay in the suite directory (make test-python runs them there) but are
+// never listed, whether the suites come from the binary or from --suites-dir.
+func TestListSuitesLeavesOutSelfTests(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"conftest.py", "suite_harness.py", "test_a.py", "test_harness.py", "test_b.py"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := ListSuites(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"test_a.py", "test_b.py"}; !reflect.DeepEqual(have, want) {
+		t.Errorf("ListSuites = %v, want %v", have, want)
+	}
+	if _, err := SelectSuites(have, []string{"test_harness.py"}); err == nil || !strings.Contains(err.Error(), "self-test") {
+		t.Errorf("--suite test_harness.py: error %v, want one naming it the self-test", err)
+	}
+
+	emb := t.TempDir()
+	if err := WriteSuites(emb); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range SelfTests {
+		if _, err := os.Stat(filepath.Join(emb, f)); err != nil {
+			t.Errorf("embedded suites lack the self-test %s (make test-python runs it): %v", f, err)
+		}
+	}
+	listed, err := ListSuites(emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range listed {
+		if isSelfTest(f) {
+			t.Errorf("ListSuites of the embedded suites lists the self-test %s", f)
+		}
+	}
+	for _, f := range []string{"test_allocator_churn.py", "test_sync.py", "test_events.py", "test_lifecycle.py", "test_startup.py"} {
+		if !slices.Contains(listed, f) {
+			t.Errorf("ListSuites of the embedded suites lacks %s: %v", f, listed)
 		}
 	}
 }

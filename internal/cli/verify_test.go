@@ -70,9 +70,16 @@ func TestVerifyEndToEnd(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"test_raw_ops.py", "test_linear.py", "test_models.py", "test_startup.py",
-		"test_lifecycle.py", "test_multiprocess.py", "test_boundary.py", verify.BenchScript} {
+		"test_lifecycle.py", "test_multiprocess.py", "test_boundary.py", "test_allocator_churn.py",
+		"test_sync.py", "test_events.py", verify.BenchScript} {
 		if files[f] == 0 {
 			t.Errorf("no results from %s", f)
+		}
+	}
+	// The harness self-tests belong to make test, not to a user's report.
+	for _, f := range verify.SelfTests {
+		if files[f] != 0 {
+			t.Errorf("%d results from the self-test %s in a user's verify run", files[f], f)
 		}
 	}
 	if types["scaling"] == 0 || types["boundary"] == 0 || types["env"] == 0 || types["summary"] != 1 || types["run"] != 1 {
