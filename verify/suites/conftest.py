@@ -42,7 +42,7 @@ class Settings:
         self.torch = torch
         self.device = device
         self.profile = profile
-        self.knobs = dict(H.PROFILES[profile])
+        self.knobs = H.profile_knobs(profile, device)
         self.override = threads_override
         self.threads = threads_override or self.knobs["threads"]
         self.raw_threads = threads_override or self.knobs["raw_threads"]

@@ -95,6 +95,23 @@ PROFILES = {
 }
 
 
+# On the CPU an op has finished when it returns: there is no queue for a long chain of queued
+# work to race with and no allocator that defers reuse, so the full profile's large matrices
+# and long chains (sized to keep a GPU busy while other threads move on) only cost minutes
+# there. On the CPU these knobs keep their quick values; thread counts and iterations stay the
+# profile's.
+CPU_QUICK_KNOBS = ("sync_size", "sync_steps", "event_size", "event_steps", "alloc_sizes")
+
+
+def profile_knobs(profile, device):
+    """The knobs of profile for device (PROFILES, with CPU_QUICK_KNOBS from quick on the cpu)."""
+    knobs = dict(PROFILES[profile])
+    if device == "cpu":
+        for key in CPU_QUICK_KNOBS:
+            knobs[key] = PROFILES["quick"][key]
+    return knobs
+
+
 def parse_threads(text):
     """Parse a --threads value such as "2,4,8" into a sorted list of distinct positive ints."""
     if text is None or text.strip() == "":

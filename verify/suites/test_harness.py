@@ -521,3 +521,12 @@ def test_int_work_is_exact_and_a_single_wrong_element_fails():
     churn = W.AllocChurn("cpu", [8, 12])
     assert len(churn.run(0, 4)) == 4
     H.check_threads([churn.run(t, 4) for t in range(2)], churn.reference(2, 4), churn.tol)
+
+
+def test_profile_knobs_cap_long_chains_on_cpu_only():
+    full_cpu, full_cuda = H.profile_knobs("full", "cpu"), H.profile_knobs("full", "cuda")
+    assert full_cuda == H.PROFILES["full"]
+    for key in H.CPU_QUICK_KNOBS:
+        assert full_cpu[key] == H.PROFILES["quick"][key] != H.PROFILES["full"][key]
+    assert full_cpu["threads"] == H.PROFILES["full"]["threads"]
+    assert H.profile_knobs("quick", "cpu") == H.PROFILES["quick"]
