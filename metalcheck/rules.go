@@ -465,15 +465,26 @@ func (m *fileModel) statementText(i int32) string {
 
 type memberKey struct{ class, name string }
 
-// symtab merges the declarations of every audited file.
+// symtab merges the declarations of every audited file. Each symbol's merged view is built
+// once, when the table is: judging a candidate is a map lookup, so a name declared D times
+// (a file-static repeated in every file) costs O(D) in all, not O(D²) per candidate.
 type symtab struct {
-	members map[memberKey][]*Decl
-	globals map[string][]*Decl // name
+	members map[memberKey]*Decl
+	globals map[string]*globalDecls
 	classes map[string]bool
 }
 
+// globalDecls is the merged view of the namespace-scope declarations of one name: all of
+// them (a header's extern and its definition), and those of each file that declares it (a
+// file-static of that name in another file is a different variable).
+type globalDecls struct {
+	all    *Decl
+	n      int
+	byFile map[string]*Decl
+}
+
 func newSymtab(all []facts) *symtab {
-	st := &symtab{members: map[memberKey][]*Decl{}, globals: map[string][]*Decl{}, classes: map[string]bool{}}
+	st := &symtab{members: map[memberKey]*Decl{}, globals: map[string]*globalDecls{}, classes: map[string]bool{}}
 	for fi := range all {
 		for di := range all[fi].decls {
 			st.add(&all[fi].decls[di])
@@ -485,46 +496,49 @@ func newSymtab(all []facts) *symtab {
 func (st *symtab) add(d *Decl) {
 	if d.Class != "" {
 		k := memberKey{d.Class, d.Name}
-		st.members[k] = append(st.members[k], d)
+		st.members[k] = mergeDecl(st.members[k], d)
 		st.classes[d.Class] = true
 		return
 	}
-	st.globals[d.Name] = append(st.globals[d.Name], d)
+	g := st.globals[d.Name]
+	if g == nil {
+		g = &globalDecls{byFile: map[string]*Decl{}}
+		st.globals[d.Name] = g
+	}
+	g.n++
+	g.all = mergeDecl(g.all, d)
+	g.byFile[d.File] = mergeDecl(g.byFile[d.File], d)
 }
 
-// merged folds several declarations of one symbol (a header declaration and its
-// definition) into one view: thread_local when any says so.
-func merged(ds []*Decl, file string) *Decl {
-	if len(ds) == 0 {
+// mergeDecl folds declaration d of a symbol into the view into (nil: none yet), as a
+// header's declaration and its definition are one variable: the first declaration's place
+// and name, thread_local or static when any says so.
+func mergeDecl(into, d *Decl) *Decl {
+	if into == nil {
+		c := *d
+		return &c
+	}
+	into.ThreadLocal = into.ThreadLocal || d.ThreadLocal
+	into.Container = into.Container || d.Container
+	into.Mutex = into.Mutex || d.Mutex
+	into.Static = into.Static || d.Static
+	into.Member = into.Member && d.Member
+	return into
+}
+
+// global is the view of name as seen from file: when file declares it and other
+// declarations exist, only file's own count.
+func (st *symtab) global(name, file string) *Decl {
+	g := st.globals[name]
+	if g == nil {
 		return nil
 	}
-	var out Decl
-	first := true
-	for _, d := range ds {
-		if ds[0].Class == "" && d.File != file && len(ds) > 1 && hasFile(ds, file) {
-			continue // a file-static of the same name in another file
-		}
-		if first {
-			out = *d
-			first = false
-			continue
-		}
-		out.ThreadLocal = out.ThreadLocal || d.ThreadLocal
-		out.Container = out.Container || d.Container
-		out.Mutex = out.Mutex || d.Mutex
-		out.Static = out.Static || d.Static
-		out.Member = out.Member && d.Member
-	}
-	return &out
-}
-
-func hasFile(ds []*Decl, file string) bool {
-	for _, d := range ds {
-		if d.File == file {
-			return true
+	if g.n > 1 {
+		if d := g.byFile[file]; d != nil {
+			return d
 		}
 	}
-	return false
+	return g.all
 }
 
 func (st *symtab) resolve(c *candidate, file string) *Decl {
@@ -532,17 +546,17 @@ func (st *symtab) resolve(c *candidate, file string) *Decl {
 		return c.localStatic
 	}
 	if c.qual != "" {
-		if d := merged(st.members[memberKey{c.qual, c.name}], file); d != nil {
+		if d := st.members[memberKey{c.qual, c.name}]; d != nil {
 			return d
 		}
-		return merged(st.globals[c.name], file)
+		return st.global(c.name, file)
 	}
 	if c.class != "" {
-		if d := merged(st.members[memberKey{c.class, c.name}], file); d != nil {
+		if d := st.members[memberKey{c.class, c.name}]; d != nil {
 			return d
 		}
 	}
-	return merged(st.globals[c.name], file)
+	return st.global(c.name, file)
 }
 
 func looksLikeMember(name string) bool {
