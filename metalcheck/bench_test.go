@@ -2,10 +2,12 @@ package metalcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -96,13 +98,23 @@ func genHazard(n int) string {
 }
 
 // genTree writes files MPS-like sources of about size bytes each under root and returns
-// their paths and total size.
+// their paths and total size. Names are unique across the tree.
 func genTree(tb testing.TB, root string, files, size int) ([]string, int64) {
+	return genTreeNames(tb, root, files, size, false)
+}
+
+// genTreeNames is genTree; with repeat, every file declares the same names (file-static
+// caches and mutexes, classes), as the real MPS operator files repeat names like
+// kernel_mutex: the case that made judging quadratic in the number of declarations.
+func genTreeNames(tb testing.TB, root string, files, size int, repeat bool) ([]string, int64) {
 	tb.Helper()
 	var paths []string
 	var total int64
 	n := 0
 	for f := 0; f < files; f++ {
+		if repeat {
+			n = 0
+		}
 		dir := "aten/src/ATen/native/mps/operations"
 		if f%5 == 0 {
 			dir = "aten/src/ATen/mps"
@@ -174,5 +186,99 @@ func BenchmarkTokenize(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		Tokenize(src)
+	}
+}
+
+// buildMpspatch builds the command into a temporary directory, so the benchmark times the
+// binary users run, start-up included.
+func buildMpspatch(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "mpspatch")
+	if _, err := run.Run(context.Background(), run.Cmd{Argv: []string{"go", "build", "-o", bin, "../cmd/mpspatch"}}); err != nil {
+		b.Fatalf("build mpspatch: %v", err)
+	}
+	return bin
+}
+
+// auditTree is one generated tree of the growth benchmark.
+type auditTree struct {
+	name      string
+	root      string
+	paths     []string
+	mb        float64
+	proc, cat []time.Duration // per iteration: whole-process audit, /bin/cat
+	inProc    []time.Duration // per iteration: metalcheck.Audit in this process
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	return s[len(s)/2]
+}
+
+// BenchmarkAuditGrowth times `mpspatch audit --tree T` as a whole process (start-up, text
+// output to a discarded pipe) interleaved with `/bin/cat` of the same files, on trees of
+// 10, 30 and 100 files of about 1,450 lines (64 KB) each, once with names unique across
+// the tree and once with every file repeating the same file-static names. Per tree it
+// reports the median milliseconds per MB of the process and of the in-process audit, and
+// x-cat (process audit over cat, target at most 5 at 100 files); then growth-*: the
+// time per MB at 100 files over that at 10 (target at most 1.3). The whole-process
+// growth includes the fixed start-up, which weighs more on the 0.6 MB tree, so the
+// in-process growth is the one that shows the algorithm is linear.
+func BenchmarkAuditGrowth(b *testing.B) {
+	bin := buildMpspatch(b)
+	ctx := context.Background()
+	var trees []*auditTree
+	for _, repeat := range []bool{false, true} {
+		for _, files := range []int{10, 30, 100} {
+			kind := "unique"
+			if repeat {
+				kind = "repeat"
+			}
+			t := &auditTree{name: fmt.Sprintf("%s-%d", kind, files), root: b.TempDir()}
+			var total int64
+			t.paths, total = genTreeNames(b, t.root, files, 64_000, repeat)
+			t.mb = float64(total) / 1e6
+			trees = append(trees, t)
+		}
+	}
+	cwd := b.TempDir() // no mpspatch.toml: the default audit paths
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, t := range trees {
+			start := time.Now()
+			_, err := run.Run(ctx, run.Cmd{Argv: []string{bin, "audit", "--tree", t.root}, Dir: cwd, Stdout: io.Discard})
+			var ee *run.ExitError
+			if err != nil && !(errors.As(err, &ee) && ee.Result.ExitCode == 1) {
+				b.Fatalf("mpspatch audit %s: %v", t.name, err)
+			}
+			t.proc = append(t.proc, time.Since(start))
+
+			start = time.Now()
+			if _, err := run.Run(ctx, run.Cmd{Argv: append([]string{"/bin/cat"}, t.paths...), Stdout: io.Discard}); err != nil {
+				b.Fatal(err)
+			}
+			t.cat = append(t.cat, time.Since(start))
+
+			start = time.Now()
+			if _, err := Audit(ctx, Options{Root: t.root}); err != nil {
+				b.Fatal(err)
+			}
+			t.inProc = append(t.inProc, time.Since(start))
+		}
+	}
+	b.StopTimer()
+	perMB := func(d time.Duration, t *auditTree) float64 { return float64(d) / 1e6 / t.mb }
+	byName := map[string]*auditTree{}
+	for _, t := range trees {
+		byName[t.name] = t
+		b.ReportMetric(perMB(median(t.proc), t), "ms/MB-"+t.name)
+		b.ReportMetric(perMB(median(t.inProc), t), "inproc-ms/MB-"+t.name)
+		b.ReportMetric(float64(median(t.proc))/float64(median(t.cat)), "x-cat-"+t.name)
+	}
+	for _, kind := range []string{"unique", "repeat"} {
+		small, large := byName[kind+"-10"], byName[kind+"-100"]
+		b.ReportMetric(perMB(median(large.proc), large)/perMB(median(small.proc), small), "growth-"+kind)
+		b.ReportMetric(perMB(median(large.inProc), large)/perMB(median(small.inProc), small), "inproc-growth-"+kind)
 	}
 }
