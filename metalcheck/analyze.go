@@ -104,7 +104,22 @@ type fileModel struct {
 	scopes     []scope
 	funcs      []function
 	decls      []Decl
+	instances  []instance
+	bases      []classBase
 	objcClass  string // the @implementation being built, while build runs
+}
+
+// instance records that a declaration holds objects of a class: one process-wide object
+// (a static, global or function-local static of that type, or a pointer to one), or many
+// (thread_local, a container or an array of them).
+type instance struct {
+	class string
+	many  bool
+}
+
+// classBase records "class Derived : public Base": a process-wide Derived object is also a
+// process-wide Base, with Base's members.
+type classBase struct{ class, base string
 }
 
 // tb returns the bytes of code token i; nil when i is out of range, so that look-behind
@@ -323,6 +338,7 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	switch kind {
 	case scClass:
 		sc.name = m.className(stmt, head, i)
+		m.classBases(sc.name, head, i)
 	case scFunction:
 		f := m.newFunction(stmt, head, i, cur)
 		f.scope = idx
@@ -681,6 +697,34 @@ func (m *fileModel) className(stmt, head, i int32) string {
 	return name
 }
 
+// classBases records the base classes named after the ':' of a class head [head, i).
+func (m *fileModel) classBases(class string, head, i int32) {
+	if class == "" {
+		return
+	}
+	j := head
+	for j < i && !m.is(j, ":") {
+		if m.is(j, "<") && j > head && m.isIdent(j-1) {
+			j = m.angleEnd(j, i)
+			continue
+		}
+		j++
+	}
+	for j++; j < i; j++ {
+		if m.is(j, "<") && m.isIdent(j-1) {
+			j = m.angleEnd(j, i) - 1
+			continue
+		}
+		if m.isIdent(j) && !m.is(j+1, "::") {
+			switch b := m.text(j); b {
+			case "public", "private", "protected", "virtual", "final":
+			default:
+				m.bases = append(m.bases, classBase{class, b})
+			}
+		}
+	}
+}
+
 var notFuncName = map[string]bool{"noexcept": true, "throw": true, "alignas": true, "__attribute__": true,
 	"decltype": true, "__declspec": true, "requires": true, "sizeof": true}
 
@@ -926,7 +970,7 @@ scan:
 			star = true
 		}
 	}
-	if m.is(stop, "(") && !d.Container && !d.Mutex {
+	if m.is(stop, "(") && !d.Container && !d.Mutex && !(fn >= 0 || m.objectArgs(stop, e)) {
 		return // a function declaration
 	}
 	if star {
@@ -943,6 +987,7 @@ scan:
 		d.Static = true // namespace scope or function-local static: one per process
 	}
 	d.Local = fn >= 0
+	m.recordInstances(&d, typeStart, qualStart, m.is(stop, "["))
 	t := m.code[nameAt]
 	d.Line, d.Col = int(t.Line), int(t.Col)
 	if fn >= 0 {
@@ -955,6 +1000,49 @@ scan:
 		return
 	}
 	m.decls = append(m.decls, d)
+}
+
+// objectArgs reports whether the parentheses at open (before e) hold constructor arguments
+// rather than parameters: a literal, or a lone all-capitals macro name.
+func (m *fileModel) objectArgs(open, e int32) bool {
+	close := m.match[open]
+	if close <= open || close >= e {
+		return false
+	}
+	for j := open + 1; j < close; j++ {
+		if k := m.code[j].Kind; k == String || k == Number {
+			return true
+		}
+	}
+	if close == open+2 && m.isIdent(open+1) {
+		t := m.text(open + 1)
+		return len(t) > 1 && strings.ToUpper(t) == t
+	}
+	return false
+}
+
+// recordInstances notes which classes the declaration d, with its type in [s, e), holds
+// objects of: one process-wide object when d is static (not thread_local), many when d
+// is thread_local, a container or an array. Names in the type that are not classes are
+// recorded too; they never match a class with a mutex member.
+func (m *fileModel) recordInstances(d *Decl, s, e int32, array bool) {
+	many := d.ThreadLocal || d.Container || array
+	if !many && !d.Static {
+		return
+	}
+	for j := s; j < e; j++ {
+		if !m.isIdent(j) || m.is(j+1, "::") {
+			continue
+		}
+		b := m.tb(j)
+		if string(b) == "array" {
+			many = true
+		}
+		if b[0] < 'A' || b[0] > 'Z' {
+			continue // std, unique_ptr, const, ...: PyTorch's classes are capitalised
+		}
+		m.instances = append(m.instances, instance{class: string(b), many: many})
+	}
 }
 
 var guardTypes = map[string]bool{"lock_guard": true, "unique_lock": true, "scoped_lock": true,
@@ -1034,16 +1122,38 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 	return evs, len(evs) > 0
 }
 
+// heldLock is one lock held at a point: its name and how it is held ("" for a lock
+// statement or m.lock(), else the region's kind: @synchronized, dispatch_sync, call_once,
+// caller, ...), and for a region the queue or object it names.
+type heldLock struct {
+	name string
+	kind string
+}
+
 // heldLocks returns the names of the locks held at code token i (region names included) and
 // whether any lock is held. A lock counts when it was taken earlier in i's scope or an
 // enclosing one, up to the enclosing function.
 func (m *fileModel) heldLocks(i int32) ([]string, bool) {
-	var held []string
+	hs := m.heldDetail(i)
+	if len(hs) == 0 {
+		return nil, false
+	}
+	held := make([]string, len(hs))
+	for k, h := range hs {
+		held[k] = h.name
+	}
+	return held, true
+}
+
+// heldDetail is heldLocks with how each lock is held: regions first (innermost first), then
+// lock statements in the order they were taken.
+func (m *fileModel) heldDetail(i int32) []heldLock {
+	var held []heldLock
 	var evs []lockEvent
 	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
 		sc := &m.scopes[s]
 		if sc.region != "" {
-			held = append(held, sc.region)
+			held = append(held, heldLock{name: sc.region, kind: sc.regionKind})
 		}
 		for _, ev := range sc.locks {
 			if ev.pos < i {
@@ -1062,10 +1172,13 @@ func (m *fileModel) heldLocks(i int32) ([]string, bool) {
 			}
 		}
 	}
-	guardOf := map[string]string{}
+	var guardOf map[string]string
 	var locked []string
 	for _, ev := range evs {
 		if ev.guard != "" {
+			if guardOf == nil {
+				guardOf = map[string]string{}
+			}
 			guardOf[ev.guard] = ev.name
 		}
 		name := ev.name
@@ -1083,14 +1196,15 @@ func (m *fileModel) heldLocks(i int32) ([]string, bool) {
 		}
 		locked = append(locked, name)
 	}
-	held = append(held, locked...)
-	return held, len(held) > 0
+	for _, name := range locked {
+		held = append(held, heldLock{name: name})
+	}
+	return held
 }
 
 // locked reports whether any lock is held at i.
 func (m *fileModel) locked(i int32) bool {
-	_, ok := m.heldLocks(i)
-	return ok
+	return len(m.heldDetail(i)) > 0
 }
 
 var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "delete": true,

@@ -139,7 +139,7 @@ func ParseBaseline(name string, data []byte) (*Baseline, error) {
 // and lists entries that matched nothing (stale: the code changed or was fixed). A nil
 // baseline accepts nothing.
 func (b *Baseline) Apply(files int, findings []Finding) Result {
-	r := Result{Files: files, New: []Finding{}, Accepted: []Finding{}}
+	r := Result{Files: files, New: []Finding{}, Accepted: []Finding{}, Stale: []Entry{}}
 	if b == nil {
 		r.New = append(r.New, findings...)
 		return r

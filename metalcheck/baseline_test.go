@@ -2,6 +2,7 @@ package metalcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -93,6 +94,18 @@ func TestApplyNilBaseline(t *testing.T) {
 	}
 	if len(b.Reasons()) != 0 {
 		t.Errorf("nil baseline has reasons")
+	}
+	// Scripts read "stale" without a special case: it is there, empty, with no baseline.
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if string(doc["stale"]) != "[]" {
+		t.Errorf("stale is %q in %s, want []", doc["stale"], buf.String())
 	}
 }
 

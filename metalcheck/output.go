@@ -1,6 +1,7 @@
 package metalcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +21,9 @@ type Result struct {
 	Files    int       `json:"files"`
 	New      []Finding `json:"new"`
 	Accepted []Finding `json:"accepted"`
-	Stale    []Entry   `json:"stale,omitempty"`
+	// Stale is always present (empty when every entry matched), so scripts need no
+	// special case.
+	Stale []Entry `json:"stale"`
 }
 
 // WriteText writes one "file:line:col: ID name: message" line per new finding, each
@@ -81,14 +84,61 @@ func SARIF(r Result, reasons map[string]string) *sarif.Report {
 	return rep
 }
 
-// WriteSARIF writes the SARIF log of r, indented.
+// WriteSARIF writes the SARIF log of r, indented, without the padding go-sarif's
+// constructors put in every object (empty arrays and property bags, -1 indexes, the
+// schema's default newline sequences): only what the audit says.
 func WriteSARIF(w io.Writer, r Result, reasons map[string]string) error {
-	rep := SARIF(r, reasons)
-	if err := rep.PrettyWrite(w); err != nil {
+	raw, err := json.Marshal(SARIF(r, reasons))
+	if err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	doc, _ = pruneSARIF(doc)
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
 	return err
+}
+
+// pruneSARIF drops what carries no information from a decoded SARIF document: empty
+// arrays and objects, the -1 that marks an unset index or offset, and newlineSequences
+// equal to the schema's default. It reports whether v itself is empty.
+func pruneSARIF(v any) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			pe, empty := pruneSARIF(e)
+			if empty || k == "newlineSequences" && isDefaultNewlines(e) {
+				delete(x, k)
+				continue
+			}
+			x[k] = pe
+		}
+		return x, len(x) == 0
+	case []any:
+		out := x[:0]
+		for _, e := range x {
+			if pe, empty := pruneSARIF(e); !empty {
+				out = append(out, pe)
+			}
+		}
+		return out, len(out) == 0
+	case json.Number:
+		return x, x == "-1"
+	}
+	return v, false
+}
+
+func isDefaultNewlines(v any) bool {
+	a, ok := v.([]any)
+	return ok && len(a) == 2 && a[0] == "\r\n" && a[1] == "\n"
 }
 
 func firstSentence(s string) string {

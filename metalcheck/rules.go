@@ -41,14 +41,20 @@ var Rules = []Rule{
 		Summary: "Command-buffer or encoder state is touched from a function that holds no lock and is not inside a dispatch_sync block on the stream's serial queue.",
 		Fix:     "move the call into dispatch_sync(_serialQueue, ^{ ... }) or hold the stream's mutex (std::lock_guard) in this function"},
 	{ID: "MPS005", Name: "default-stream-sync", Severity: SevWarning,
-		Summary: "getDefaultMPSStream() is used to synchronise: with per-thread streams it waits on the wrong stream and races with the thread that owns it.",
+		Summary: "getDefaultMPSStream() is used to synchronise a stream: with per-thread streams it waits on the wrong stream and races with the thread that owns it (device-wide synchronisation is MPS009).",
 		Fix:     "synchronise the calling thread's stream: getCurrentMPSStream()"},
 	{ID: "MPS006", Name: "global-hot-path-mutex", Severity: SevWarning,
-		Summary: "A process-wide mutex is locked on an operator's execution path; it is safe but serialises every thread (the goal is no global hot-path mutex).",
-		Fix:     "replace the global lock with per-stream or per-thread state (thread_local caches, a per-stream mutex), or limit it to one-time initialisation"},
+		Summary: "A process-wide mutex (namespace-scope, static, or a member of a process-wide object) is locked on a hot path: an operator, an allocator malloc/free path, a kernel or pipeline getter, an encoder, a run*/exec*/encode* function. It is safe but serialises every thread (the goal is no global lock on an operator's path).",
+		Fix:     "replace the global lock with per-stream or per-thread state (sharded or per-stream free lists, thread_local caches, a per-stream mutex), or publish immutable state that readers use without a lock once it is built"},
 	{ID: "MPS007", Name: "disabled-code", Severity: SevNote,
 		Summary: "Code is switched off by a constant condition (false &&, && false, if (0), if (false), #if 0); a fix that disables a path hides the problem instead of solving it.",
 		Fix:     "delete the dead path, or guard it with a named, documented option and explain why it is off"},
+	{ID: "MPS008", Name: "lock-held-across-gpu-wait", Severity: SevError,
+		Summary: "A lock (lock_guard, unique_lock, scoped_lock, m.lock(), @synchronized) is held across a GPU wait (waitUntilCompleted, commitAndWait, synchronize(COMMIT_AND_WAIT)) or across a dispatch_sync onto a queue: completion handlers and the queue's work that take the same lock deadlock with it.",
+		Fix:     "release the lock before waiting (copy what the wait needs, unlock, wait, relock), or wait outside the locked scope; keep one lock order and document it"},
+	{ID: "MPS009", Name: "single-stream-device-sync", Severity: SevError,
+		Summary: "A device-wide synchronisation (deviceSynchronize, synchronizeDevice, torch.mps.synchronize, emptyCache, elapsedTime) waits for one stream only: with a stream per thread, work other threads queued is not waited for.",
+		Fix:     "wait for every stream, each on its own queue (loop over the stream pool and synchronize each one); leave per-stream waits to streams and events"},
 }
 
 var rulesByKey = func() map[string]*Rule {
@@ -100,6 +106,7 @@ type candidate struct {
 	class       string
 	localStatic *Decl
 	inCtor      bool
+	where       string // for candHotLock: why the function is on the hot path
 	finding     Finding
 }
 
@@ -113,15 +120,17 @@ const (
 
 // facts is what one file contributes to an audit.
 type facts struct {
-	path   string
-	decls  []Decl
-	direct []Finding
-	cands  []candidate
+	path      string
+	decls     []Decl
+	instances []instance
+	bases     []classBase
+	direct    []Finding
+	cands     []candidate
 }
 
 // extract runs the per-file part of every rule.
 func (m *fileModel) extract() facts {
-	fx := facts{path: m.path, decls: m.decls}
+	fx := facts{path: m.path, decls: m.decls, instances: m.instances, bases: m.bases}
 	for _, d := range m.directives {
 		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
 			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
@@ -166,8 +175,8 @@ func (m *fileModel) extract() facts {
 		case "if":
 			m.nullInit(i, fi, &fx)
 		case "getDefaultMPSStream":
-			if !m.is(i+1, "(") {
-				break
+			if !m.is(i+1, "(") || deviceWideSync(f.bare) {
+				break // device-wide synchronisation is MPS009's
 			}
 			fn := strings.ToLower(f.bare)
 			switch {
@@ -180,6 +189,14 @@ func (m *fileModel) extract() facts {
 			}
 		case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
 			m.offQueue(i, f, &fx)
+			if string(b) == "synchronize" {
+				m.singleStreamSync(i, f, &fx)
+				m.gpuWait(i, &fx)
+			}
+		case "waitUntilCompleted", "commitAndWait", "waitUntilSignaledValue":
+			m.gpuWait(i, &fx)
+		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
+			m.nestedDispatch(i, &fx)
 		default:
 			m.containerMutation(i, fi, &fx)
 		}
@@ -199,7 +216,11 @@ func (m *fileModel) extract() facts {
 				continue
 			}
 			fd := m.finding(ev.at, "MPS006", "")
-			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, finding: fd}
+			where := f.name
+			if hot {
+				where = "an operator in native/mps/operations/"
+			}
+			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, where: where, finding: fd}
 			if d := f.statics[ev.name]; d != nil && ev.qual == "" {
 				c.localStatic = d
 			} else if ev.qual == "" && m.localNames(sc.fn)[ev.name] {
@@ -211,9 +232,170 @@ func (m *fileModel) extract() facts {
 	return fx
 }
 
+// hotPathFunction reports whether a function of this (bare) name runs on every operator:
+// run*/exec*/encode* functions and encoders, allocator malloc/free paths, and kernel,
+// pipeline and library getters.
 func hotPathFunction(name string) bool {
 	l := strings.ToLower(name)
-	return strings.Contains(l, "runmpsgraph") || strings.Contains(l, "executempsgraph") || strings.Contains(l, "encode")
+	for _, p := range [...]string{"run", "exec", "encode"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	for _, w := range [...]string{"runmpsgraph", "executempsgraph", "encod", "malloc", "alloc", "free",
+		"recordevents", "recordstream"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	if strings.HasPrefix(l, "get") {
+		for _, w := range [...]string{"kernel", "pipeline", "library", "pso", "cplstate"} {
+			if strings.Contains(l, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// deviceWideSync reports whether a function of this (bare) name synchronises the whole
+// device: torch.mps.synchronize and torch.accelerator.synchronize (deviceSynchronize,
+// synchronizeDevice, the Python module's synchronize), emptyCache and the cache release
+// behind it, and event timing.
+func deviceWideSync(name string) bool {
+	l := strings.ToLower(name)
+	for _, w := range [...]string{"devicesynchron", "synchronizedevice", "synchronizeall", "module_synchronize",
+		"emptycache", "release_cached", "releasecached", "elapsedtime"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// singleStreamSync (MPS009): stream->synchronize(...) in a device-wide synchronisation,
+// outside a loop (a loop over the streams is how every stream is waited for).
+func (m *fileModel) singleStreamSync(i int32, f *function, fx *facts) {
+	if !deviceWideSync(f.bare) || !m.is(i+1, "(") || !(m.is(i-1, "->") || m.is(i-1, ".")) {
+		return
+	}
+	for s := m.scopeOf[i]; s >= 0 && m.scopes[s].kind != scFunction; s = m.scopes[s].parent {
+		sc := &m.scopes[s]
+		if sc.kind == scControl {
+			if h := m.stripPrefix(m.scopeHead(s), sc.open); m.is(h, "for") || m.is(h, "while") || m.is(h, "do") {
+				return
+			}
+		}
+	}
+	what := "one stream"
+	switch r := m.receiverCall(i - 1); r {
+	case "getCurrentMPSStream":
+		what = "the calling thread's stream only"
+	case "getDefaultMPSStream":
+		what = "the default stream only"
+	}
+	fx.direct = append(fx.direct, m.finding(i, "MPS009",
+		fmt.Sprintf("device-wide synchronisation %s waits for %s, not for every stream", f.name, what)))
+}
+
+// receiverCall returns the name of the call that produces the receiver before the -> or .
+// at op (getDefaultMPSStream for getDefaultMPSStream()->synchronize), or "".
+func (m *fileModel) receiverCall(op int32) string {
+	if m.is(op-1, ")") {
+		if o := m.match[op-1]; o > 0 && m.isIdent(o-1) {
+			return m.text(o - 1)
+		}
+	}
+	return ""
+}
+
+// scopeHead returns the first token of the statement that opens scope s: the control word
+// of a loop or if, found by walking back from the brace over the condition's parentheses.
+func (m *fileModel) scopeHead(s int32) int32 {
+	open := m.scopes[s].open
+	j := open - 1
+	if m.is(j, ")") && m.match[j] >= 0 {
+		j = m.match[j] - 1
+	}
+	return j
+}
+
+// explicitLock returns the first lock held at i by a lock statement, m.lock(),
+// @synchronized or a *Locked function's caller (not a serial queue or call_once), or "".
+func (m *fileModel) explicitLock(i int32) string {
+	for _, h := range m.heldDetail(i) {
+		switch h.kind {
+		case "", "@synchronized", "caller":
+			if h.kind == "caller" {
+				return "the lock its caller holds (by the *Locked convention)"
+			}
+			return h.name
+		}
+	}
+	return ""
+}
+
+// gpuWait (MPS008): waitUntilCompleted, commitAndWait(), waitUntilSignaledValue: or
+// synchronize(...COMMIT_AND_WAIT...) with a lock held.
+func (m *fileModel) gpuWait(i int32, fx *facts) {
+	name := m.text(i)
+	switch {
+	case name == "synchronize":
+		if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+			return
+		}
+		wait := false
+		for k := i + 2; k < m.match[i+1]; k++ {
+			if m.is(k, "COMMIT_AND_WAIT") {
+				wait = true
+				break
+			}
+		}
+		if !wait {
+			return
+		}
+	case name == "commitAndWait":
+		if !m.is(i+1, "(") || m.is(i-1, "void") || m.is(i-1, "::") {
+			return
+		}
+	default: // ObjC sends: [cb waitUntilCompleted], [event waitUntilSignaledValue:v timeoutMS:t]
+		if !(m.is(i+1, "]") || m.is(i+1, ":")) || !m.isIdent(i-1) && !m.is(i-1, "]") && !m.is(i-1, ")") {
+			return
+		}
+	}
+	lock := m.explicitLock(i)
+	if lock == "" {
+		return
+	}
+	fx.direct = append(fx.direct, m.finding(i, "MPS008",
+		fmt.Sprintf("%s waits for the GPU while %s is held", name, lock)))
+}
+
+// nestedDispatch (MPS008): dispatch_sync onto a queue with a lock held, or from inside a
+// dispatch_sync block on another queue.
+func (m *fileModel) nestedDispatch(i int32, fx *facts) {
+	if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+		return
+	}
+	queue := m.lastName(i+2, m.topLevelComma(i+2, m.match[i+1]))
+	for _, h := range m.heldDetail(i) {
+		msg := ""
+		switch h.kind {
+		case "", "@synchronized":
+			msg = fmt.Sprintf("%s onto %s while %s is held: work on that queue that takes the lock deadlocks", m.text(i), queue, h.name)
+		case "caller":
+			msg = fmt.Sprintf("%s onto %s while the caller's lock is held (by the *Locked convention)", m.text(i), queue)
+		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
+			if h.name == queue {
+				continue
+			}
+			msg = fmt.Sprintf("%s onto %s from inside a %s block on %s: two queues held at once", m.text(i), queue, h.kind, h.name)
+		default:
+			continue
+		}
+		fx.direct = append(fx.direct, m.finding(i, "MPS008", msg))
+		return
+	}
 }
 
 // offQueue: command-buffer primitives called with no lock and off the serial queue.
@@ -472,6 +654,10 @@ type symtab struct {
 	members map[memberKey]*Decl
 	globals map[string]*globalDecls
 	classes map[string]bool
+	// single and many: classes with a process-wide object, and classes with many (per
+	// thread, in a container or array); derived lists each class's derived classes.
+	single, many map[string]bool
+	derived      map[string][]string
 }
 
 // globalDecls is the merged view of the namespace-scope declarations of one name: all of
@@ -484,13 +670,41 @@ type globalDecls struct {
 }
 
 func newSymtab(all []facts) *symtab {
-	st := &symtab{members: map[memberKey]*Decl{}, globals: map[string]*globalDecls{}, classes: map[string]bool{}}
+	st := &symtab{members: map[memberKey]*Decl{}, globals: map[string]*globalDecls{}, classes: map[string]bool{},
+		single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
 	for fi := range all {
 		for di := range all[fi].decls {
 			st.add(&all[fi].decls[di])
 		}
+		for _, in := range all[fi].instances {
+			if in.many {
+				st.many[in.class] = true
+			} else {
+				st.single[in.class] = true
+			}
+		}
+		for _, b := range all[fi].bases {
+			st.derived[b.base] = append(st.derived[b.base], b.class)
+		}
 	}
 	return st
+}
+
+// processWide reports whether the objects of class are process-wide: some static holds
+// one (or one of a class derived from it) and none is per thread or one of many.
+func (st *symtab) processWide(class string) bool {
+	if st.many[class] {
+		return false
+	}
+	if st.single[class] {
+		return true
+	}
+	for _, d := range st.derived[class] {
+		if st.single[d] && !st.many[d] {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *symtab) add(d *Decl) {
@@ -601,10 +815,17 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		}
 		return f, false
 	case candHotLock:
-		if d == nil || !d.Mutex || d.ThreadLocal || d.Member {
+		if d == nil || !d.Mutex || d.ThreadLocal {
 			return f, false
 		}
-		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on an operator's execution path", d.qualified(), d.File, d.Line)
+		if d.Member {
+			if !st.processWide(d.Class) {
+				return f, false // a per-object (per-stream) lock
+			}
+			f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.Class, d.File, d.Line, c.where)
+			return f, true
+		}
+		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.File, d.Line, c.where)
 		return f, true
 	}
 	return f, false
