@@ -178,16 +178,19 @@ func (b *Baseline) Reasons() map[string]string {
 }
 
 // WriteBaseline writes a baseline accepting findings, each with the TODOReason placeholder
-// that the loader rejects until a person replaces it.
+// that the loader rejects until a person replaces it. Entries name the rule, file and
+// function only: the statement (the audited project's code text) is left out, so that a
+// baseline committed to this project carries no code from the audited tree; the
+// fingerprint still identifies the statement.
 func WriteBaseline(w io.Writer, findings []Finding) error {
 	b := Baseline{Version: 1}
 	for _, f := range findings {
 		b.Findings = append(b.Findings, Entry{Rule: f.Rule, File: f.File, Function: f.Function,
-			Statement: f.Statement, Fingerprint: f.Fingerprint, Reason: TODOReason})
+			Fingerprint: f.Fingerprint, Reason: TODOReason})
 	}
 	if _, err := io.WriteString(w, "# mpspatch audit baseline: findings accepted on purpose.\n"+
 		"# Every entry needs a reason; \""+TODOReason+"\" is rejected until you write one.\n"+
-		"# rule, file and fingerprint identify a finding; function and statement are for reading.\n\n"); err != nil {
+		"# rule, file and fingerprint identify a finding; function is for reading.\n\n"); err != nil {
 		return err
 	}
 	enc := toml.NewEncoder(w)
