@@ -406,3 +406,32 @@ func TestSARIFValid(t *testing.T) {
 		t.Errorf("have %d suppressed results, want %d", suppressed, len(res.Accepted))
 	}
 }
+
+// TestDeclarationsAcrossFiles: a file-static is its own file's variable even when other
+// files declare the same name (thread_local in one, a plain static in another), while a
+// header's declaration and a definition elsewhere are one variable.
+func TestDeclarationsAcrossFiles(t *testing.T) {
+	use := func(name string) string {
+		return "void touch() { " + name + ".push_back(1); }\n"
+	}
+	files := map[string][]byte{
+		"a.mm": []byte("static thread_local std::vector<int> g_seen;\n" + use("g_seen")),
+		"b.mm": []byte("static std::vector<int> g_seen;\n" + use("g_seen")),
+		"c.mm": []byte("static thread_local std::vector<int> g_seen;\n" + use("g_seen")),
+		// Shared: declared in the header, defined in d.mm, used in e.mm.
+		"s.h":  []byte("extern std::vector<int> g_shared;\n"),
+		"d.mm": []byte("std::vector<int> g_shared;\n"),
+		"e.mm": []byte(use("g_shared")),
+		// A member declared thread-safe nowhere, mutated in another file.
+		"k.h":  []byte("class K { std::vector<int> items_; void add(); };\n"),
+		"k.mm": []byte("void K::add() { items_.push_back(1); }\n"),
+	}
+	var have []string
+	for _, f := range AuditSources(files) {
+		have = append(have, f.File+" "+f.Rule)
+	}
+	want := []string{"b.mm MPS002", "e.mm MPS002", "k.mm MPS002"}
+	if strings.Join(have, ", ") != strings.Join(want, ", ") {
+		t.Errorf("findings: have %v, want %v", have, want)
+	}
+}

@@ -651,8 +651,8 @@ type memberKey struct{ class, name string }
 // once, when the table is: judging a candidate is a map lookup, so a name declared D times
 // (a file-static repeated in every file) costs O(D) in all, not O(D²) per candidate.
 type symtab struct {
-	members map[memberKey]*Decl
-	globals map[string]*globalDecls
+	members map[memberKey]declView
+	globals map[string]globalDecls
 	classes map[string]bool
 	// single and many: classes with a process-wide object, and classes with many (per
 	// thread, in a container or array); derived lists each class's derived classes.
@@ -660,17 +660,41 @@ type symtab struct {
 	derived      map[string][]string
 }
 
+// declView is the merged view of a symbol's declarations. While there is one, it points
+// at that declaration (no copy); the second makes it a copy that merges them.
+type declView struct {
+	d     *Decl
+	owned bool
+}
+
+func (v *declView) merge(d *Decl) {
+	switch {
+	case v.d == nil:
+		v.d = d
+		return
+	case !v.owned:
+		c := *v.d
+		v.d, v.owned = &c, true
+	}
+	into := v.d
+	into.ThreadLocal = into.ThreadLocal || d.ThreadLocal
+	into.Container = into.Container || d.Container
+	into.Mutex = into.Mutex || d.Mutex
+	into.Static = into.Static || d.Static
+	into.Member = into.Member && d.Member
+}
+
 // globalDecls is the merged view of the namespace-scope declarations of one name: all of
-// them (a header's extern and its definition), and those of each file that declares it (a
-// file-static of that name in another file is a different variable).
+// them (a header's extern and its definition), and, once a second file declares the name,
+// those of each file (a file-static of that name in another file is a different variable).
 type globalDecls struct {
-	all    *Decl
-	n      int
-	byFile map[string]*Decl
+	all    declView
+	file   string               // the file of the first declaration
+	byFile map[string]*declView // nil while every declaration is in file
 }
 
 func newSymtab(all []facts) *symtab {
-	st := &symtab{members: map[memberKey]*Decl{}, globals: map[string]*globalDecls{}, classes: map[string]bool{},
+	st := &symtab{members: map[memberKey]declView{}, globals: map[string]globalDecls{}, classes: map[string]bool{},
 		single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
 	for fi := range all {
 		for di := range all[fi].decls {
@@ -710,49 +734,50 @@ func (st *symtab) processWide(class string) bool {
 func (st *symtab) add(d *Decl) {
 	if d.Class != "" {
 		k := memberKey{d.Class, d.Name}
-		st.members[k] = mergeDecl(st.members[k], d)
+		v := st.members[k]
+		v.merge(d)
+		st.members[k] = v
 		st.classes[d.Class] = true
 		return
 	}
-	g := st.globals[d.Name]
-	if g == nil {
-		g = &globalDecls{byFile: map[string]*Decl{}}
-		st.globals[d.Name] = g
+	g, ok := st.globals[d.Name]
+	if !ok {
+		g.file = d.File
 	}
-	g.n++
-	g.all = mergeDecl(g.all, d)
-	g.byFile[d.File] = mergeDecl(g.byFile[d.File], d)
+	if d.File != g.file && g.byFile == nil {
+		// A second file declares the name: until now every declaration was in g.file.
+		first := g.all
+		if first.owned { // g.all's copy goes on merging other files: the view needs its own
+			c := *first.d
+			first.d = &c
+		}
+		g.byFile = map[string]*declView{g.file: &first}
+	}
+	if g.byFile != nil {
+		v := g.byFile[d.File]
+		if v == nil {
+			v = &declView{}
+			g.byFile[d.File] = v
+		}
+		v.merge(d)
+	}
+	g.all.merge(d)
+	st.globals[d.Name] = g
 }
 
-// mergeDecl folds declaration d of a symbol into the view into (nil: none yet), as a
-// header's declaration and its definition are one variable: the first declaration's place
-// and name, thread_local or static when any says so.
-func mergeDecl(into, d *Decl) *Decl {
-	if into == nil {
-		c := *d
-		return &c
-	}
-	into.ThreadLocal = into.ThreadLocal || d.ThreadLocal
-	into.Container = into.Container || d.Container
-	into.Mutex = into.Mutex || d.Mutex
-	into.Static = into.Static || d.Static
-	into.Member = into.Member && d.Member
-	return into
-}
-
-// global is the view of name as seen from file: when file declares it and other
-// declarations exist, only file's own count.
+// global is the view of name as seen from file: when file declares it and other files do
+// too, only file's own declarations count.
 func (st *symtab) global(name, file string) *Decl {
-	g := st.globals[name]
-	if g == nil {
+	g, ok := st.globals[name]
+	if !ok {
 		return nil
 	}
-	if g.n > 1 {
-		if d := g.byFile[file]; d != nil {
-			return d
+	if g.byFile != nil {
+		if v := g.byFile[file]; v != nil {
+			return v.d
 		}
 	}
-	return g.all
+	return g.all.d
 }
 
 func (st *symtab) resolve(c *candidate, file string) *Decl {
@@ -760,14 +785,14 @@ func (st *symtab) resolve(c *candidate, file string) *Decl {
 		return c.localStatic
 	}
 	if c.qual != "" {
-		if d := st.members[memberKey{c.qual, c.name}]; d != nil {
-			return d
+		if v := st.members[memberKey{c.qual, c.name}]; v.d != nil {
+			return v.d
 		}
 		return st.global(c.name, file)
 	}
 	if c.class != "" {
-		if d := st.members[memberKey{c.class, c.name}]; d != nil {
-			return d
+		if v := st.members[memberKey{c.class, c.name}]; v.d != nil {
+			return v.d
 		}
 	}
 	return st.global(c.name, file)
