@@ -119,7 +119,8 @@ type instance struct {
 
 // classBase records "class Derived : public Base": a process-wide Derived object is also a
 // process-wide Base, with Base's members.
-type classBase struct{ class, base string
+type classBase struct {
+	class, base string
 }
 
 // tb returns the bytes of code token i; nil when i is out of range, so that look-behind
