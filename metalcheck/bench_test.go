@@ -16,8 +16,10 @@ import (
 )
 
 // genChunk is one MPS-like unit of code: a class, methods with locks, blocks, ObjC sends,
-// comments, strings; %[1]d makes names unique and %[2]s is either nothing or a pair of
-// hazards (one chunk in eight, about the density of the real MPS sources).
+// comments, strings; %[1]d makes names unique and %[2]s is either nothing or three
+// hazards (one chunk in eight, about the density of the real MPS sources). The pipeline
+// cache is guarded by the kernel object's own mutex, which is not a finding; the hazard
+// locks the file's global mutex on the encode path.
 const genChunk = `
 // ---------------------------------------------------------------------------
 //  Kernel%[1]d: generated for the audit benchmark.
@@ -34,11 +36,12 @@ class Kernel%[1]d {
  private:
   MPSStream* _stream;
   std::unordered_map<std::string, int> _cache;
+  std::mutex _pipelineMutex;
   id<MTLCommandBuffer> _commandBuffer = nil;
 };
 
 id<MTLComputePipelineState> Kernel%[1]d::pipeline(const std::string& name) {
-  std::lock_guard<std::mutex> guard(g_pipelines_mutex%[1]d);
+  std::lock_guard<std::mutex> guard(_pipelineMutex);
   auto it = g_pipelines%[1]d.find(name);
   if (it != g_pipelines%[1]d.end()) {
     return it->second;
@@ -91,10 +94,11 @@ func genHazard(n int) string {
 	if n%8 != 0 {
 		return "// no hazard in this chunk"
 	}
-	return `if (!_commandBuffer) {
+	return fmt.Sprintf(`if (!_commandBuffer) {
     _commandBuffer = [MPSCommandBuffer commandBufferFromCommandQueue:nil];
   }
-  _cache["last"] = static_cast<int>(length);`
+  _cache["last"] = static_cast<int>(length);
+  std::lock_guard<std::mutex> hot(g_pipelines_mutex%d);`, n)
 }
 
 // genTree writes files MPS-like sources of about size bytes each under root and returns
