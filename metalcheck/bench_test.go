@@ -26,6 +26,7 @@ const genChunk = `
 // ---------------------------------------------------------------------------
 static std::unordered_map<std::string, id<MTLComputePipelineState>> g_pipelines%[1]d;
 static std::mutex g_pipelines_mutex%[1]d;
+static thread_local std::vector<id<MTLBuffer>> t_scratch%[1]d;
 
 class Kernel%[1]d {
  public:
@@ -55,6 +56,7 @@ id<MTLComputePipelineState> Kernel%[1]d::pipeline(const std::string& name) {
 }
 
 void Kernel%[1]d::encode(id<MTLBuffer> input, id<MTLBuffer> output, NSUInteger length) {
+  t_scratch%[1]d.push_back(input); // per thread: judged against every declaration of the name
   dispatch_sync_with_rethrow(_stream->queue(), ^() {
     @autoreleasepool {
       id<MTLComputeCommandEncoder> encoder = _stream->commandEncoder();
