@@ -106,6 +106,7 @@ type fileModel struct {
 	decls      []Decl
 	instances  []instance
 	bases      []classBase
+	names      map[string]string // interned callee names
 	objcClass  string // the @implementation being built, while build runs
 }
 
@@ -520,6 +521,16 @@ func (m *fileModel) stripPrefix(s, e int32) int32 {
 				s += 2 // goto label
 				continue
 			}
+			if m.is(s+1, "(") && isMacroName(m.tb(s)) {
+				// A macro invocation without a semicolon, C10_DEFINE_REGISTRY(R, T) or
+				// REGISTER_DISPATCH(stub, fn), before the next declaration: without this
+				// the rest of the file would read as the body of a function named after
+				// the macro. TORCH_IMPL_FUNC(name)(args) is followed by '(' and stays.
+				if c := m.match[s+1]; c > s+1 && c+1 < e && m.isIdent(c+1) && !afterParams[string(m.tb(c+1))] {
+					s = c + 1
+					continue
+				}
+			}
 			return s
 		case Punct:
 			if m.is(s, "[") && m.is(s+1, "[") {
@@ -725,6 +736,26 @@ func (m *fileModel) classBases(class string, head, i int32) {
 		}
 	}
 }
+
+// isMacroName: an all-capitals name with an underscore (C10_DEFINE_REGISTRY), as macros
+// are spelled.
+func isMacroName(b []byte) bool {
+	under := false
+	for _, c := range b {
+		switch {
+		case c == '_':
+			under = true
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return under && len(b) > 2
+}
+
+// afterParams are the words that may follow a function's parameter list.
+var afterParams = map[string]bool{"const": true, "noexcept": true, "override": true, "final": true,
+	"volatile": true, "throw": true, "requires": true, "mutable": true, "__attribute__": true, "try": true}
 
 var notFuncName = map[string]bool{"noexcept": true, "throw": true, "alignas": true, "__attribute__": true,
 	"decltype": true, "__declspec": true, "requires": true, "sizeof": true}

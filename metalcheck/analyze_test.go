@@ -53,6 +53,8 @@ func TestScopes(t *testing.T) {
 		{"[[nodiscard]] int f() { return [[obj a] b]; }", "function(f)"},
 		{"int T::operator[](int i) { return i; }", "function(T::operator[])"},
 		{"void f() { return; } }} void g() { }", "function(f) function(g)"},
+		{"C10_DEFINE_REGISTRY(Registry, Callback)\nnamespace alloc { void f() { } }", "namespace function(f)"},
+		{"REGISTER_DISPATCH(add_stub, &add_kernel)\nvoid g() { }", "function(g)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

@@ -124,12 +124,20 @@ func AuditSources(files map[string][]byte) []Finding {
 // and gives each its fingerprint.
 func judgeAll(all []facts) []Finding {
 	st := newSymtab(all)
+	cg := newCallers(all)
 	var out []Finding
+	keep := func(f Finding) {
+		if !cg.excused(&f) {
+			out = append(out, f)
+		}
+	}
 	for fi := range all {
-		out = append(out, all[fi].direct...)
+		for _, f := range all[fi].direct {
+			keep(f)
+		}
 		for ci := range all[fi].cands {
 			if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
-				out = append(out, f)
+				keep(f)
 			}
 		}
 	}

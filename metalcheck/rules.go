@@ -91,6 +91,12 @@ type Finding struct {
 	// Rule, File and Function it makes the Fingerprint, which survives line shifts.
 	Statement   string `json:"statement"`
 	Fingerprint string `json:"fingerprint"`
+
+	// fnClass and fnBare name the function holding the finding, to find its callers;
+	// memberState says the finding is about an object's own state (a member container,
+	// lazy member initialisation), which its constructor may touch unlocked.
+	fnClass, fnBare string
+	memberState     bool
 }
 
 // String renders the finding as file:line:col: ID name: message.
@@ -126,6 +132,19 @@ type facts struct {
 	bases     []classBase
 	direct    []Finding
 	cands     []candidate
+	calls     []callSite
+}
+
+// callSite is a call of a function by its bare name, from a function body: what the
+// audit needs to tell that every caller of a function holds a lock, or is a constructor.
+type callSite struct {
+	bare        string
+	class       string // C for C::f() and for a bare f() in a method of C; "" when unknown
+	external    bool   // obj->f(), obj.f(): any class
+	locked      bool   // a lock is held at the call
+	inCtor      bool   // the caller is a constructor of class
+	callerClass string
+	callerBare  string
 }
 
 // extract runs the per-file part of every rule.
@@ -165,6 +184,9 @@ func (m *fileModel) extract() facts {
 			continue
 		}
 		f := &m.funcs[fi]
+		if t.Kind == Ident && m.is(i+1, "(") {
+			m.callSite(i, f, &fx)
+		}
 		if t.Kind == Punct {
 			if string(b) == "[" {
 				m.objcMutation(i, fi, &fx)
@@ -208,7 +230,7 @@ func (m *fileModel) extract() facts {
 			continue
 		}
 		f := &m.funcs[sc.fn]
-		if !hot && !hotPathFunction(f.bare) {
+		if !hot && !hotPathFunction(f.bare) && !allocatorPath(f) {
 			continue
 		}
 		for _, ev := range sc.locks {
@@ -235,6 +257,48 @@ func (m *fileModel) extract() facts {
 // hotPathFunction reports whether a function of this (bare) name runs on every operator:
 // run*/exec*/encode* functions and encoders, allocator malloc/free paths, and kernel,
 // pipeline and library getters.
+// notCallee are words followed by '(' that are not calls of an audited function.
+var notCallee = map[string]bool{"if": true, "for": true, "while": true, "switch": true, "return": true,
+	"sizeof": true, "decltype": true, "catch": true, "static_cast": true, "reinterpret_cast": true,
+	"const_cast": true, "dynamic_cast": true, "alignof": true, "noexcept": true, "TORCH_CHECK": true,
+	"TORCH_INTERNAL_ASSERT": true, "lock": true, "unlock": true}
+
+// callSite records the call whose name is code token i, in function f.
+func (m *fileModel) callSite(i int32, f *function, fx *facts) {
+	b := m.tb(i)
+	if notCallee[string(b)] || m.isIdent(i-1) && !notDeclPrev[string(m.tb(i-1))] || m.is(i-1, "~") {
+		return // a keyword, or a declaration (Type name(args))
+	}
+	name, ok := m.names[string(b)]
+	if !ok {
+		name = string(b)
+		if m.names == nil {
+			m.names = map[string]string{}
+		}
+		m.names[name] = name
+	}
+	c := callSite{bare: name, callerClass: f.class, callerBare: f.bare, inCtor: f.ctor}
+	switch {
+	case m.is(i-1, "->") || m.is(i-1, "."):
+		if m.is(i-2, "this") || m.is(i-2, "self") {
+			c.class = f.class
+		} else {
+			c.external = true
+		}
+	case m.is(i-1, "::"):
+		if m.isIdent(i - 2) {
+			c.class = m.text(i - 2)
+		}
+	default:
+		c.class = f.class
+	}
+	if c.inCtor && c.class != f.class {
+		c.inCtor = false
+	}
+	c.locked = m.locked(i)
+	fx.calls = append(fx.calls, c)
+}
+
 func hotPathFunction(name string) bool {
 	l := strings.ToLower(name)
 	for _, p := range [...]string{"run", "exec", "encode"} {
@@ -256,6 +320,17 @@ func hotPathFunction(name string) bool {
 		}
 	}
 	return false
+}
+
+// allocatorPath reports whether f is an allocator's per-buffer entry point (its class is
+// an allocator and its name speaks of buffers or events): called for every tensor an
+// operator touches, as malloc and free are.
+func allocatorPath(f *function) bool {
+	if !strings.Contains(strings.ToLower(f.class), "allocator") {
+		return false
+	}
+	l := strings.ToLower(f.bare)
+	return strings.Contains(l, "buffer") || strings.Contains(l, "event")
 }
 
 // deviceWideSync reports whether a function of this (bare) name synchronises the whole
@@ -606,6 +681,9 @@ func (m *fileModel) finding(i int32, rule, msg string) Finding {
 	}
 	f := m.findingAt(m.code[i], i, rule, msg, "")
 	f.Function = fn
+	if fi := m.scopes[m.scopeOf[i]].fn; fi >= 0 {
+		f.fnClass, f.fnBare = m.funcs[fi].class, m.funcs[fi].bare
+	}
 	return f
 }
 
@@ -819,6 +897,7 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			what = "member container"
 		}
 		f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.qualified(), d.File, d.Line)
+		f.memberState = d.Member
 		return f, true
 	case candNullInit:
 		if c.inCtor {
@@ -836,6 +915,7 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			r := rulesByKey["MPS003"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
+			f.memberState = true
 			return f, true
 		}
 		return f, false
