@@ -107,7 +107,7 @@ type fileModel struct {
 	instances  []instance
 	bases      []classBase
 	names      map[string]string // interned callee names
-	objcClass  string // the @implementation being built, while build runs
+	objcClass  string            // the @implementation being built, while build runs
 }
 
 // instance records that a declaration holds objects of a class: one process-wide object
