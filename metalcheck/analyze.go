@@ -68,6 +68,7 @@ type function struct {
 	ctor      bool
 	locals    map[string]bool
 	statics   map[string]*Decl
+	callerIdx int32 // 1 + its index in facts.callers once it makes a call; 0 before
 }
 
 // Decl is a variable declaration the audit knows about: a global, a static or non-static
@@ -106,7 +107,8 @@ type fileModel struct {
 	decls      []Decl
 	instances  []instance
 	bases      []classBase
-	names      map[string]string // interned callee names
+	names      map[string]string // interned names (callees, classes of instances)
+	nameIdx    map[string]int32  // index of a name in facts.names
 	objcClass  string            // the @implementation being built, while build runs
 }
 
@@ -1073,7 +1075,7 @@ func (m *fileModel) recordInstances(d *Decl, s, e int32, array bool) {
 		if b[0] < 'A' || b[0] > 'Z' {
 			continue // std, unique_ptr, const, ...: PyTorch's classes are capitalised
 		}
-		m.instances = append(m.instances, instance{class: string(b), many: many})
+		m.instances = append(m.instances, instance{class: m.intern(b), many: many})
 	}
 }
 
@@ -1234,9 +1236,84 @@ func (m *fileModel) heldDetail(i int32) []heldLock {
 	return held
 }
 
-// locked reports whether any lock is held at i.
+// locked reports whether any lock is held at i. Most code holds none: scopes with no
+// region and no lock statement answer without building the list.
 func (m *fileModel) locked(i int32) bool {
-	return len(m.heldDetail(i)) > 0
+	events := false
+	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
+		sc := &m.scopes[s]
+		if sc.region != "" {
+			return true
+		}
+		if len(sc.locks) > 0 {
+			events = true
+		}
+		if sc.kind == scFunction {
+			break
+		}
+	}
+	return events && m.lockedByStatements(i)
+}
+
+// lockedByStatements is the lock-statement part of heldDetail without allocating: whether a
+// lock taken earlier in i's scopes (up to its function) is still held at i.
+func (m *fileModel) lockedByStatements(i int32) bool {
+	var evBuf [16]lockEvent
+	evs := evBuf[:0]
+	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
+		sc := &m.scopes[s]
+		for _, ev := range sc.locks {
+			if ev.pos < i {
+				evs = append(evs, ev)
+			}
+		}
+		if sc.kind == scFunction {
+			break
+		}
+	}
+	for a := 1; a < len(evs); a++ {
+		for b := a; b > 0 && evs[b].pos < evs[b-1].pos; b-- {
+			evs[b], evs[b-1] = evs[b-1], evs[b]
+		}
+	}
+	var heldBuf [16]string
+	held := heldBuf[:0]
+	for k, ev := range evs {
+		name := ev.name
+		if ev.guard == "" {
+			// guard.lock() / guard.unlock(): the mutex of the latest guard of that name.
+			for j := k - 1; j >= 0; j-- {
+				if evs[j].guard == name {
+					name = evs[j].name
+					break
+				}
+			}
+		}
+		if !ev.release {
+			held = append(held, name)
+			continue
+		}
+		for h := len(held) - 1; h >= 0; h-- {
+			if held[h] == name {
+				held = append(held[:h], held[h+1:]...)
+				break
+			}
+		}
+	}
+	return len(held) > 0
+}
+
+// intern returns b as a string shared by every occurrence in the file.
+func (m *fileModel) intern(b []byte) string {
+	if s, ok := m.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if m.names == nil {
+		m.names = map[string]string{}
+	}
+	m.names[s] = s
+	return s
 }
 
 var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "delete": true,

@@ -4,9 +4,21 @@ package metalcheck
 // ever called with a lock held, or only while its object is being constructed. A finding
 // that says "no lock held" in such a function is excused: the audit cannot see a caller's
 // lock inside the callee, but it can see every caller (of the audited files).
+//
+// Sites are indexed by name only for the names a question needs (the functions holding
+// findings, then their callers), so an audit with no such finding pays nothing here.
 type callers struct {
-	sites map[string][]callSite // by bare name
+	all   []facts
+	sites map[string][]callerSite // by bare name, filled on demand
 	memo  map[callerQuery]bool
+}
+
+// callerSite is a call site with its names and caller resolved.
+type callerSite struct {
+	class            string
+	external, locked bool
+	inCtor           bool
+	from             caller
 }
 
 type callerQuery struct {
@@ -15,13 +27,40 @@ type callerQuery struct {
 }
 
 func newCallers(all []facts) *callers {
-	c := &callers{sites: map[string][]callSite{}, memo: map[callerQuery]bool{}}
-	for fi := range all {
-		for _, s := range all[fi].calls {
-			c.sites[s.bare] = append(c.sites[s.bare], s)
+	return &callers{all: all, sites: map[string][]callerSite{}, memo: map[callerQuery]bool{}}
+}
+
+// sitesOf returns the call sites of bare, indexing them on first use.
+func (c *callers) sitesOf(bare string) []callerSite {
+	if s, ok := c.sites[bare]; ok {
+		return s
+	}
+	var out []callerSite
+	for fi := range c.all {
+		fx := &c.all[fi]
+		k := int32(-1)
+		for i, n := range fx.names {
+			if n == bare {
+				k = int32(i)
+				break
+			}
+		}
+		if k < 0 {
+			continue
+		}
+		for _, cs := range fx.calls {
+			if cs.bare != k {
+				continue
+			}
+			s := callerSite{external: cs.external, locked: cs.locked, inCtor: cs.inCtor, from: fx.callers[cs.caller]}
+			if cs.class >= 0 {
+				s.class = fx.names[cs.class]
+			}
+			out = append(out, s)
 		}
 	}
-	return c
+	c.sites[bare] = out
+	return out
 }
 
 // excused reports whether finding f depends on "no lock held" in a function whose every
@@ -50,7 +89,7 @@ func (c *callers) covered(class, bare string, ctor bool) bool {
 	c.memo[q] = false // in progress: a recursive call does not cover itself
 	n := 0
 	ok := true
-	for _, s := range c.sites[bare] {
+	for _, s := range c.sitesOf(bare) {
 		if !(s.external || s.class == "" || class == "" || s.class == class) {
 			continue // a method of another class
 		}
@@ -58,7 +97,7 @@ func (c *callers) covered(class, bare string, ctor bool) bool {
 		if s.locked || ctor && s.inCtor {
 			continue
 		}
-		if s.callerBare == bare && s.callerClass == class || !c.covered(s.callerClass, s.callerBare, ctor) {
+		if s.from.bare == bare && s.from.class == class || !c.covered(s.from.class, s.from.bare, ctor) {
 			ok = false
 			break
 		}

@@ -133,19 +133,24 @@ type facts struct {
 	direct    []Finding
 	cands     []candidate
 	calls     []callSite
+	callers   []caller
+	names     []string // the names callSite indexes
 }
 
 // callSite is a call of a function by its bare name, from a function body: what the
 // audit needs to tell that every caller of a function holds a lock, or is a constructor.
+// Names are indexes into facts.names (16 bytes a site: there is one every few lines).
 type callSite struct {
-	bare        string
-	class       string // C for C::f() and for a bare f() in a method of C; "" when unknown
-	external    bool   // obj->f(), obj.f(): any class
-	locked      bool   // a lock is held at the call
-	inCtor      bool   // the caller is a constructor of class
-	callerClass string
-	callerBare  string
+	bare     int32
+	class    int32 // C for C::f() and for a bare f() in a method of C; -1 when unknown
+	caller   int32 // index of the calling function in facts.callers
+	external bool  // obj->f(), obj.f(): any class
+	locked   bool  // a lock is held at the call
+	inCtor   bool  // the caller is a constructor of class
 }
+
+// caller names a function that makes calls.
+type caller struct{ class, bare string }
 
 // extract runs the per-file part of every rule.
 func (m *fileModel) extract() facts {
@@ -185,7 +190,7 @@ func (m *fileModel) extract() facts {
 		}
 		f := &m.funcs[fi]
 		if t.Kind == Ident && m.is(i+1, "(") {
-			m.callSite(i, f, &fx)
+			m.callSite(i, fi, &fx)
 		}
 		if t.Kind == Punct {
 			if string(b) == "[" {
@@ -263,40 +268,58 @@ var notCallee = map[string]bool{"if": true, "for": true, "while": true, "switch"
 	"const_cast": true, "dynamic_cast": true, "alignof": true, "noexcept": true, "TORCH_CHECK": true,
 	"TORCH_INTERNAL_ASSERT": true, "lock": true, "unlock": true}
 
-// callSite records the call whose name is code token i, in function f.
-func (m *fileModel) callSite(i int32, f *function, fx *facts) {
+// callSite records the call whose name is code token i, in function fi.
+func (m *fileModel) callSite(i, fi int32, fx *facts) {
 	b := m.tb(i)
 	if notCallee[string(b)] || m.isIdent(i-1) && !notDeclPrev[string(m.tb(i-1))] || m.is(i-1, "~") {
 		return // a keyword, or a declaration (Type name(args))
 	}
-	name, ok := m.names[string(b)]
-	if !ok {
-		name = string(b)
-		if m.names == nil {
-			m.names = map[string]string{}
-		}
-		m.names[name] = name
+	f := &m.funcs[fi]
+	if f.callerIdx == 0 {
+		fx.callers = append(fx.callers, caller{f.class, f.bare})
+		f.callerIdx = int32(len(fx.callers))
 	}
-	c := callSite{bare: name, callerClass: f.class, callerBare: f.bare, inCtor: f.ctor}
+	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, inCtor: f.ctor}
+	own := func() int32 {
+		if f.class == "" {
+			return -1
+		}
+		return m.nameIndex([]byte(f.class), fx)
+	}
 	switch {
 	case m.is(i-1, "->") || m.is(i-1, "."):
 		if m.is(i-2, "this") || m.is(i-2, "self") {
-			c.class = f.class
+			c.class = own()
 		} else {
 			c.external = true
 		}
 	case m.is(i-1, "::"):
 		if m.isIdent(i - 2) {
-			c.class = m.text(i - 2)
+			c.class = m.nameIndex(m.tb(i-2), fx)
 		}
 	default:
-		c.class = f.class
+		c.class = own()
 	}
-	if c.inCtor && c.class != f.class {
+	if c.inCtor && (c.class < 0 || fx.names[c.class] != f.class) {
 		c.inCtor = false
 	}
 	c.locked = m.locked(i)
 	fx.calls = append(fx.calls, c)
+}
+
+// nameIndex returns the index of name b in fx.names, adding it once per file.
+func (m *fileModel) nameIndex(b []byte, fx *facts) int32 {
+	if k, ok := m.nameIdx[string(b)]; ok {
+		return k
+	}
+	if m.nameIdx == nil {
+		m.nameIdx = map[string]int32{}
+	}
+	s := m.intern(b)
+	k := int32(len(fx.names))
+	fx.names = append(fx.names, s)
+	m.nameIdx[s] = k
+	return k
 }
 
 func hotPathFunction(name string) bool {
@@ -772,8 +795,12 @@ type globalDecls struct {
 }
 
 func newSymtab(all []facts) *symtab {
-	st := &symtab{members: map[memberKey]declView{}, globals: map[string]globalDecls{}, classes: map[string]bool{},
-		single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+	n := 0
+	for fi := range all {
+		n += len(all[fi].decls)
+	}
+	st := &symtab{members: make(map[memberKey]declView, n/2), globals: make(map[string]globalDecls, n/2),
+		classes: map[string]bool{}, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
 	for fi := range all {
 		for di := range all[fi].decls {
 			st.add(&all[fi].decls[di])
