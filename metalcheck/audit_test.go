@@ -440,3 +440,63 @@ func TestDeclarationsAcrossFiles(t *testing.T) {
 		t.Errorf("findings: have %v, want %v", have, want)
 	}
 }
+
+// TestSelfLockingPrimitive: endKernelCoalescing() and commit() called off the queue are
+// fine when every audited definition takes the stream's lock first; commandEncoder()
+// is not, since its caller goes on using the encoder after the lock is gone.
+func TestSelfLockingPrimitive(t *testing.T) {
+	caller := []byte(`void* Hooks::getCommandBuffer() {
+  auto stream = getCurrentStream();
+  stream->endKernelCoalescing();
+  stream->commit();
+  return stream->commandEncoder();
+}
+`)
+	locked := []byte(`void Stream::endKernelCoalescing() {
+  std::lock_guard<std::recursive_mutex> lock(_streamMutex);
+  [_encoder endEncoding];
+}
+void Stream::commit() {
+  dispatch_sync(_queue, ^() {
+    [_buffer commit];
+  });
+}
+id Stream::commandEncoder() {
+  std::lock_guard<std::recursive_mutex> lock(_streamMutex);
+  return _encoder;
+}
+`)
+	unlocked := []byte(`void Stream::endKernelCoalescing() {
+  if (_encoder) {
+    std::lock_guard<std::recursive_mutex> lock(_streamMutex);
+    [_encoder endEncoding];
+  }
+}
+void Stream::commit() {
+  [_buffer commit];
+}
+`)
+	for _, tt := range []struct {
+		name   string
+		stream []byte
+		want   string
+	}{
+		{"self-locking definitions", locked, "commandEncoder"},
+		{"definitions that do not lock first", unlocked, "endKernelCoalescing commit commandEncoder"},
+		{"no definition audited", nil, "endKernelCoalescing commit commandEncoder"},
+	} {
+		files := map[string][]byte{"Hooks.mm": caller}
+		if tt.stream != nil {
+			files["Stream.mm"] = tt.stream
+		}
+		var have []string
+		for _, f := range AuditSources(files) {
+			if f.Rule == "MPS004" && f.File == "Hooks.mm" {
+				have = append(have, strings.SplitN(f.Message, "(", 2)[0])
+			}
+		}
+		if strings.Join(have, " ") != tt.want {
+			t.Errorf("%s: MPS004 on %v, want %s", tt.name, have, tt.want)
+		}
+	}
+}

@@ -11,6 +11,9 @@ type callers struct {
 	all   []facts
 	sites map[string][]callerSite // by bare name, filled on demand
 	memo  map[callerQuery]bool
+	// selfLocked: for each command-buffer primitive defined in the audited files, whether
+	// every definition takes the lock itself.
+	selfLocked map[string]bool
 }
 
 // callerSite is a call site with its names and caller resolved.
@@ -27,7 +30,15 @@ type callerQuery struct {
 }
 
 func newCallers(all []facts) *callers {
-	return &callers{all: all, sites: map[string][]callerSite{}, memo: map[callerQuery]bool{}}
+	c := &callers{all: all, sites: map[string][]callerSite{}, memo: map[callerQuery]bool{}, selfLocked: map[string]bool{}}
+	for fi := range all {
+		for _, p := range all[fi].primitives {
+			if v, seen := c.selfLocked[p.bare]; !seen || v {
+				c.selfLocked[p.bare] = p.selfLocked
+			}
+		}
+	}
+	return c
 }
 
 // sitesOf returns the call sites of bare, indexing them on first use.
@@ -65,13 +76,19 @@ func (c *callers) sitesOf(bare string) []callerSite {
 
 // excused reports whether finding f depends on "no lock held" in a function whose every
 // caller holds a lock (MPS001 to MPS004), or, for an object's own state (MPS002 on a
-// member, MPS003), whose every caller holds a lock or is its class's constructor.
+// member, MPS003), whose every caller holds a lock or is its class's constructor; or
+// whether it calls a command-buffer primitive (MPS004) whose every definition in the
+// audited files takes the lock itself.
 func (c *callers) excused(f *Finding) bool {
 	if f.fnBare == "" {
 		return false
 	}
 	switch f.Rule {
-	case "MPS001", "MPS002", "MPS003", "MPS004":
+	case "MPS004":
+		if c.selfLocked[f.callee] {
+			return true // the primitive takes the stream's lock itself
+		}
+	case "MPS001", "MPS002", "MPS003":
 	default:
 		return false
 	}

@@ -97,6 +97,7 @@ type Finding struct {
 	// lazy member initialisation), which its constructor may touch unlocked.
 	fnClass, fnBare string
 	memberState     bool
+	callee          string // MPS004: the primitive called
 }
 
 // String renders the finding as file:line:col: ID name: message.
@@ -126,15 +127,22 @@ const (
 
 // facts is what one file contributes to an audit.
 type facts struct {
-	path      string
-	decls     []Decl
-	instances []instance
-	bases     []classBase
-	direct    []Finding
-	cands     []candidate
-	calls     []callSite
-	callers   []caller
-	names     []string // the names callSite indexes
+	path       string
+	decls      []Decl
+	instances  []instance
+	bases      []classBase
+	direct     []Finding
+	cands      []candidate
+	calls      []callSite
+	callers    []caller
+	names      []string // the names callSite indexes
+	primitives []primitiveDef
+}
+
+// primitiveDef is a definition of a command-buffer primitive and whether it locks itself.
+type primitiveDef struct {
+	bare       string
+	selfLocked bool
 }
 
 // callSite is a call of a function by its bare name, from a function body: what the
@@ -227,6 +235,9 @@ func (m *fileModel) extract() facts {
 		default:
 			m.containerMutation(i, fi, &fx)
 		}
+	}
+	for fi := range m.funcs {
+		m.primitiveDefinition(&m.funcs[fi], &fx)
 	}
 	// Locks on an operator's execution path.
 	for si := range m.scopes {
@@ -518,8 +529,43 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if m.locked(i) {
 		return
 	}
-	fx.direct = append(fx.direct, m.finding(i, "MPS004",
-		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name)))
+	fd := m.finding(i, "MPS004",
+		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name))
+	fd.callee = name
+	fx.direct = append(fx.direct, fd)
+}
+
+// selfLockingPrimitives are the command-buffer primitives whose call is safe when their
+// definition takes the lock itself: they finish their work inside it and return nothing
+// the caller goes on using (commandEncoder() returns an encoder the caller keeps using
+// after the lock is gone, so it is not one of them).
+var selfLockingPrimitives = map[string]bool{"endKernelCoalescing": true, "commit": true}
+
+// primitiveDefinition records whether the definition of function f, if it is one of the
+// self-locking primitives, takes a lock as its first statement (or runs its whole body in
+// dispatch_sync).
+func (m *fileModel) primitiveDefinition(f *function, fx *facts) {
+	if !selfLockingPrimitives[f.bare] || f.scope <= 0 {
+		return
+	}
+	sc := &m.scopes[f.scope]
+	first := f.open + 1
+	for first < f.close && !m.is(first, ";") && !m.is(first, "{") {
+		first++
+	}
+	locks := false
+	for _, ev := range sc.locks {
+		if !ev.release && ev.pos == first {
+			locks = true
+		}
+	}
+	if !locks && first < f.close && m.is(first, "{") {
+		// dispatch_sync(queue, ^{ ... }); as the whole body
+		if inner := m.scopeOf[first]; m.scopes[inner].region != "" && m.scopes[inner].regionKind != "call_once" {
+			locks = true
+		}
+	}
+	fx.primitives = append(fx.primitives, primitiveDef{bare: f.bare, selfLocked: locks})
 }
 
 var mutators = map[string]bool{"insert": true, "emplace": true, "try_emplace": true, "emplace_hint": true,
