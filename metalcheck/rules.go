@@ -114,7 +114,11 @@ type candidate struct {
 	localStatic *Decl
 	inCtor      bool
 	where       string // for candHotLock: why the function is on the hot path
-	finding     Finding
+	// fastPath (candHotLock): names tested by an earlier if that returns, in a scope
+	// enclosing the lock. One that is thread_local makes the lock a per-thread
+	// first-use path, not a per-call one.
+	fastPath []string
+	finding  Finding
 }
 
 type candKind uint8
@@ -259,6 +263,10 @@ func (m *fileModel) extract() facts {
 				where = "an operator in native/mps/operations/"
 			}
 			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, where: where, finding: fd}
+			c.fastPath = m.fastPathNames(int32(si), ev.at, f)
+			if perThreadCache(c.fastPath, f) {
+				continue
+			}
 			if d := f.statics[ev.name]; d != nil && ev.qual == "" {
 				c.localStatic = d
 			} else if ev.qual == "" && m.localNames(sc.fn)[ev.name] {
@@ -331,6 +339,59 @@ func (m *fileModel) nameIndex(b []byte, fx *facts) int32 {
 	fx.names = append(fx.names, s)
 	m.nameIdx[s] = k
 	return k
+}
+
+// fastPathNames returns the variables named in the conditions of the if statements that
+// come before code token at in function f, sit in scope sc or a scope enclosing it (so
+// they run before the lock on every call), and return from their body: a cache lookup
+// that returns early.
+func (m *fileModel) fastPathNames(sc, at int32, f *function) []string {
+	var names []string
+	for i := f.open + 1; i < at; i++ {
+		if !m.is(i, "if") || !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+			continue
+		}
+		enclosing := false
+		for s := sc; s >= 0; s = m.scopes[s].parent {
+			if s == m.scopeOf[i] {
+				enclosing = true
+				break
+			}
+			if m.scopes[s].kind == scFunction {
+				break
+			}
+		}
+		cl := m.match[i+1]
+		if !enclosing || !m.is(cl+1, "{") || m.match[cl+1] <= cl+1 || m.match[cl+1] > at {
+			continue
+		}
+		returns := false
+		for k := cl + 2; k < m.match[cl+1]; k++ {
+			if m.is(k, "return") {
+				returns = true
+				break
+			}
+		}
+		if !returns {
+			continue
+		}
+		for k := i + 2; k < cl; k++ {
+			if m.isIdent(k) && !m.is(k+1, "(") && !m.is(k-1, ".") && !m.is(k-1, "->") {
+				names = append(names, m.text(k))
+			}
+		}
+	}
+	return names
+}
+
+// perThreadCache: one of names is a function-local thread_local static of f.
+func perThreadCache(names []string, f *function) bool {
+	for _, n := range names {
+		if d := f.statics[n]; d != nil && d.ThreadLocal {
+			return true
+		}
+	}
+	return false
 }
 
 func hotPathFunction(name string) bool {
@@ -995,6 +1056,11 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	case candHotLock:
 		if d == nil || !d.Mutex || d.ThreadLocal {
 			return f, false
+		}
+		for _, n := range c.fastPath {
+			if fd := st.resolve(&candidate{name: n, class: c.class}, file); fd != nil && fd.ThreadLocal {
+				return f, false // a per-thread cache answers before the lock
+			}
 		}
 		if d.Member {
 			if !st.processWide(d.Class) {

@@ -63,4 +63,34 @@ void executeScratch(int n) {
   (void)n;
 }
 
+static std::mutex g_cacheMutex;
+static std::unordered_map<int, void*> g_cache;
+static thread_local std::unordered_map<int, void*> t_cache;
+
+void* getKernelFast(int key) {
+  auto it = t_cache.find(key);
+  if (it != t_cache.end()) {
+    return it->second;
+  }
+  std::lock_guard<std::mutex> lock(g_cacheMutex);
+  return t_cache[key] = g_cache[key];
+}
+
+void* getKernelLocalCache(int key) {
+  static thread_local std::unordered_map<int, void*> seen;
+  if (seen.count(key)) {
+    return seen[key];
+  }
+  std::lock_guard<std::mutex> lock(g_cacheMutex);
+  return seen[key] = g_cache[key];
+}
+
+void* getKernelChecked(int key) {
+  if (key < 0) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_cacheMutex);
+  return g_cache[key];
+}
+
 } // namespace demo
