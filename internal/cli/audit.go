@@ -32,8 +32,9 @@ func newAuditCmd(d *deps) *cobra.Command {
 		Short: "Statically audit the MPS sources for thread-safety hazards",
 		Long: `Scan the MPS sources of a PyTorch tree (.h, .mm, .cpp) for thread-safety hazards:
 lazy singletons, unguarded shared containers, unlocked lazy initialisation, command-buffer
-state touched off the stream's queue, default-stream synchronisation, process-wide mutexes
-on the hot path and disabled code (rules MPS001..MPS007, see docs/audit.md).
+state touched off the stream's queue, default-stream synchronisation, process-wide locks
+on the hot path, disabled code, locks held across GPU waits and device-wide
+synchronisation that waits for one stream (rules MPS001..MPS009, see docs/audit.md).
 
 PATHs are directories or files relative to --tree; default: [audit] paths of the config.
 A baseline file lists accepted findings, each with a reason: only findings not in it fail
