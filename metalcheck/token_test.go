@@ -114,6 +114,12 @@ func isBlank(b []byte) bool {
 
 var fuzzSeeds = []string{
 	"",
+	"C10_DEFINE_REGISTRY(R, T)\nnamespace a { void f() { } }",
+	"thread_local M t; void getK(int k) { if (t.count(k)) { return; } std::lock_guard<std::mutex> l(m); }",
+	"void S::commit() { std::lock_guard<std::mutex> l(m_); [b commit]; } void g(S* s) { s->commit(); }",
+	"void d() { std::unique_lock<std::mutex> l(m); [cb waitUntilCompleted]; dispatch_sync(q, ^{ dispatch_sync(r, ^{}); }); }",
+	"void H::deviceSynchronize() { for (auto* s : all) { s->synchronize(W); } getCurrentMPSStream()->synchronize(W); }",
+	"class B : public A {}; static B b; void A::malloc() { std::lock_guard<std::mutex> l(m_mutex); }",
 	"int x;",
 	"#define A(x) \\\n  do { x; } while (0)\n",
 	"R\"delim(raw \" )\" text)delim\"",
