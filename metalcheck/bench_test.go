@@ -228,7 +228,7 @@ func median(ds []time.Duration) time.Duration {
 
 // BenchmarkAuditGrowth times `mpspatch audit --tree T` as a whole process (start-up, text
 // output to a discarded pipe) interleaved with `/bin/cat` of the same files, on trees of
-// 10, 30 and 100 files of about 1,450 lines (64 KB) each, once with names unique across
+// 10, 30 and 100 files of about 1,550 lines (64 KB) each, once with names unique across
 // the tree and once with every file repeating the same file-static names. Per tree it
 // reports the median milliseconds per MB of the process and of the in-process audit, and
 // x-cat (process audit over cat, target at most 5 at 100 files); then growth-*: the
