@@ -28,25 +28,55 @@ func splitLines(data []byte) []string {
 	return lines
 }
 
-// trimEOL drops a trailing "\n" or "\r\n": lines compare by content, so a CRLF file
-// matches a patch written with LF endings.
+// trimEOL drops a trailing "\n" or "\r\n", for display.
 func trimEOL(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return strings.TrimSuffix(s, "\r")
 }
 
-// isCRLF says whether most of the file's line endings are CRLF.
-func isCRLF(lines []string) bool {
-	crlf, lf := 0, 0
+// sameLine compares a file's line with a patch's: equal, or equal but for a CR before
+// the newline (a checkout with core.autocrlf holds CRLF where the patch has LF). Whether
+// the line ends in a newline at all counts, as in git: a last line without one is a
+// different line, so the newline is neither lost nor gained across apply and unapply.
+func sameLine(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if !strings.HasSuffix(a, "\n") || !strings.HasSuffix(b, "\n") {
+		return false
+	}
+	return strings.TrimSuffix(a[:len(a)-1], "\r") == strings.TrimSuffix(b[:len(b)-1], "\r")
+}
+
+// allCRLF says whether every line of the file that ends in a newline ends in CRLF.
+func allCRLF(lines []string) bool {
+	n := 0
 	for _, l := range lines {
-		switch {
-		case strings.HasSuffix(l, "\r\n"):
-			crlf++
-		case strings.HasSuffix(l, "\n"):
-			lf++
+		if strings.HasSuffix(l, "\n") {
+			if !strings.HasSuffix(l, "\r\n") {
+				return false
+			}
+			n++
 		}
 	}
-	return crlf > lf
+	return n > 0
+}
+
+// patchIsLF says whether the patch's old lines (context and removed) end in LF only.
+func patchIsLF(frags []*gitdiff.TextFragment) bool {
+	n := 0
+	for _, f := range frags {
+		for _, l := range f.Lines {
+			if !l.Old() || !strings.HasSuffix(l.Line, "\n") {
+				continue
+			}
+			if strings.HasSuffix(l.Line, "\r\n") {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // placement is where one hunk landed.
@@ -77,7 +107,10 @@ type hunkFailure struct {
 // many hunks it has.
 func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []placement, *hunkFailure) {
 	lines := splitLines(data)
-	crlf := isCRLF(lines)
+	// Added lines keep the ending the patch gives them, line by line, as git does; only a
+	// file that is CRLF throughout, patched by a diff made against its LF form (a checkout
+	// with core.autocrlf), gets CRLF on the added lines too.
+	crlf := allCRLF(lines) && patchIsLF(frags)
 	var places []placement
 	out := make([]byte, 0, len(data)+len(data)/8)
 	cursor := 0  // lines before cursor are already in out
@@ -144,7 +177,7 @@ func matchesAt(lines, pre []string, pos int) bool {
 		return false
 	}
 	for i, p := range pre {
-		if trimEOL(lines[pos+i]) != trimEOL(p) {
+		if !sameLine(lines[pos+i], p) {
 			return false
 		}
 	}
@@ -197,7 +230,7 @@ func describeFailure(lines, pre []string, idx, expected, minStart int, anchor st
 	for p := minStart; p <= maxStart; p++ {
 		score := 0
 		for i, want := range pre {
-			if trimEOL(lines[p+i]) == trimEOL(want) {
+			if sameLine(lines[p+i], want) {
 				score++
 			}
 		}
