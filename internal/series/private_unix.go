@@ -48,7 +48,7 @@ func lockTree(root *os.Root, exclusive bool, wait time.Duration) (func(), error)
 		how = syscall.LOCK_EX
 	}
 	deadline := time.Now().Add(wait)
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 10*time.Millisecond) {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			return func() { f.Close() }, nil
