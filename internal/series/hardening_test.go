@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
 
 // handSeries writes a series of hand-made patches (diff sections only; the mail header
@@ -527,5 +529,27 @@ func TestBusyTreeIsRefusedAfterAWait(t *testing.T) {
 	}
 	if _, err := Apply(openRoot(t, dir), s, Options{}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "another mpspatch is working on this tree") {
 		t.Errorf("apply on a locked tree: have %v, want ErrBusy", err)
+	}
+}
+
+// TestZeroContextInsertionAsGit pins where a hunk without old lines (git diff -U0) goes:
+// after the line its header names, as `git apply --unidiff-zero` puts it.
+func TestZeroContextInsertionAsGit(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	in := "b\nba\nc\nb\n"
+	writeFiles(t, dir, map[string]string{"f.txt": in, "p.diff": "diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -2,0 +3,1 @@\n+new\n"})
+	git(t, dir, "apply", "--unidiff-zero", "p.diff")
+	want, err := os.ReadFile(filepath.Join(dir, "f.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := gitdiff.Parse(strings.NewReader("diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -2,0 +3,1 @@\n+new\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, _, fail := applyFragments([]byte(in), files[0].TextFragments)
+	if fail != nil || string(have) != string(want) {
+		t.Errorf("have %q (fail %v), want git's %q", have, fail, want)
 	}
 }
