@@ -372,7 +372,11 @@ func look(root *os.Root) (*Interruption, *journal, error) {
 		}
 		return nil, nil, err
 	}
-	if _, err := root.Lstat(journalTmp); err == nil {
+	if fi, err := root.Lstat(journalTmp); err == nil {
+		if !fi.Mode().IsRegular() {
+			// mpspatch only ever writes a regular file there: this one was planted.
+			return &Interruption{Journal: journalTmp, Foreign: true, Reason: "not a regular file"}, nil, nil
+		}
 		return &Interruption{Journal: journalTmp}, nil, nil
 	}
 	return nil, nil, nil
