@@ -553,3 +553,18 @@ func TestZeroContextInsertionAsGit(t *testing.T) {
 		t.Errorf("have %q (fail %v), want git's %q", have, fail, want)
 	}
 }
+
+func TestConflictReportShowsNoControlCharacters(t *testing.T) {
+	c := &Conflict{Verb: "apply", Patch: "0001-x.patch", File: "a\x1b[2J.txt", Hunk: 1, Hunks: 1,
+		Header: "@@ -1,2 +1,2 @@ \x1b]0;title\x07", Reason: "context mismatch at line 1",
+		Expected: []string{"one\x1b[31m\n", "two\n"}, Found: []string{"one\n", "tw\x9bo\n"}, FoundLine: 1, Matched: 1}
+	r := c.Report()
+	if strings.ContainsAny(r, "\x1b\x07\u009b") {
+		t.Errorf("report carries control characters:\n%q", r)
+	}
+	for _, want := range []string{`"a\033[2J.txt"`, `\033]0;title\007`, `one\033[31m`} {
+		if !strings.Contains(r, want) {
+			t.Errorf("report lacks %s:\n%s", want, r)
+		}
+	}
+}

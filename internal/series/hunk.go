@@ -308,13 +308,13 @@ func diffWindow(expected, found []string) string {
 		}
 		switch {
 		case he && hf && e == f:
-			fmt.Fprintf(&b, "      %s\n", e)
+			fmt.Fprintf(&b, "      %s\n", visible(e))
 		default:
 			if he {
-				fmt.Fprintf(&b, "    - %s\n", e)
+				fmt.Fprintf(&b, "    - %s\n", visible(e))
 			}
 			if hf {
-				fmt.Fprintf(&b, "    + %s\n", f)
+				fmt.Fprintf(&b, "    + %s\n", visible(f))
 			} else {
 				b.WriteString("    + (end of file)\n")
 			}
@@ -322,3 +322,22 @@ func diffWindow(expected, found []string) string {
 	}
 	return b.String()
 }
+
+// visible escapes the control characters of a line quoted in a report (all but tab), so
+// that file content or a hunk header cannot drive the terminal; the rest stays as is.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\%03o", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) }

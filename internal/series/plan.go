@@ -158,7 +158,7 @@ func (c *Conflict) Report() string {
 	if c.Hunk == 0 {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  hunk: %s\n", strings.TrimSpace(c.Header))
+	fmt.Fprintf(&b, "  hunk: %s\n", visible(strings.TrimSpace(c.Header)))
 	switch {
 	case c.Anchor != "":
 		fmt.Fprintf(&b, "  searched: only the %s of the file (the hunk has no context on that side)\n", c.Anchor)
