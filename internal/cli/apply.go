@@ -32,7 +32,9 @@ The whole series is computed in memory first; if any hunk does not locate, nothi
 written and the conflict is reported (exit 3). Each hunk is placed at its recorded line or
 at the nearest offset where all its context and removed lines match exactly (zero fuzz,
 as git apply). Writes go through a journal: a crash at any instant leaves the tree wholly
-before or wholly after the series, and the next apply or status finishes the job.
+before or wholly after the series; the next apply finishes an interrupted apply and the
+next unapply undoes it (status, check and --dry-run only report it, writing nothing).
+One mpspatch works on a tree at a time; another waits a few seconds, then gives up.
 
 Applying to a tree that already holds the series does nothing (exit 0). A tree where some
 touched files are patched and others not, or a touched file carries edits of its own, is
@@ -240,7 +242,7 @@ func writePatchOutcome(w io.Writer, p *printer, r series.PatchResult) {
 		var offs []string
 		for _, h := range r.Hunks {
 			if h.Offset != 0 {
-				offs = append(offs, fmt.Sprintf("%s hunk %d/%d %+d", h.File, h.Hunk, h.Hunks, h.Offset))
+				offs = append(offs, fmt.Sprintf("%s hunk %d/%d %+d", series.QuotePath(h.File), h.Hunk, h.Hunks, h.Offset))
 			}
 		}
 		fmt.Fprintf(w, "  %-8s %s (offset %d: %s)\n", p.Paint(yellow, "offset"), r.Name, r.MaxOffset(), strings.Join(offs, ", "))

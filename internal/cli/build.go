@@ -168,6 +168,9 @@ func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []strin
 		return "", nil
 	}
 	defer root.Close()
+	if len(s.Patches) == 0 {
+		return s.Hash(), nil
+	}
 	st, err := series.Inspect(root, s)
 	if err != nil {
 		warn.warn(fmt.Sprintf("provenance: series not recorded: inspect %s: %v", opts.tree, err))

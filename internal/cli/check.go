@@ -135,11 +135,15 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 	}
 	defer root.Close()
 	rep.Tree = tree
-	// Inspect (not Compute) first: it recovers an interrupted write, and a tree that
-	// already holds the series is reported as such rather than as a conflict.
+	// Inspect (not Compute) first: a tree that already holds the series is reported as
+	// such rather than as a conflict. check writes nothing: an interrupted write is
+	// reported with the command that resolves it, never replayed.
 	st, err := series.Inspect(root, s)
 	if err != nil {
 		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
+	}
+	if st.Interrupted.Blocking() {
+		return 0, engineError(fmt.Errorf("check %s: %w", tree, &series.JournalError{Interruption: *st.Interrupted}))
 	}
 	rep.TreeState = string(st.Summary())
 	if st.Summary() == series.Applied {
@@ -252,7 +256,7 @@ func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
 		}
 		fmt.Fprintf(w, "every hunk locates, but %s %s from the base the patches record (another upstream commit, or local edits):\n", plural(len(rep.BaseDiffers), "file"), verb)
 		for _, f := range rep.BaseDiffers {
-			fmt.Fprintf(w, "  %s\n", f)
+			fmt.Fprintf(w, "  %s\n", series.QuotePath(f))
 		}
 		fmt.Fprintln(w, "apply refuses such a tree; --ignore-base applies around the differences")
 		return

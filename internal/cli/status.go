@@ -23,8 +23,9 @@ func newStatusCmd(d *deps) *cobra.Command {
 not) or modified; for each touched file: base, patched, or with local edits. Files are
 recognised by the blob IDs the patches record, else by whether the hunks apply or reverse.
 
-An interrupted apply or unapply is finished (or undone) first, so status never shows a
-half-written tree. Exit 0 whatever the state; use --json to script on it.`,
+status writes nothing, not even to finish an interrupted apply or unapply: it reports
+the tree as "interrupted" and says which command finishes or undoes the write (apply or
+unapply, which recover first). Exit 0 whatever the state; use --json to script on it.`,
 		Example: `  mpspatch status --tree ~/src/pytorch
   mpspatch status --tree . --json | jq -r '.summary'`,
 		Args: cobra.NoArgs,
@@ -57,8 +58,9 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 	if err != nil {
 		return engineError(fmt.Errorf("status %s: %w", opts.tree, err))
 	}
-	if st.Recovery != "" {
-		p.Warnf("an interrupted write was %s", st.Recovery)
+	if st.Interrupted != nil {
+		// status only reads: it says what happened and which command resolves it.
+		p.Warnf("%s", st.Interrupted.Hint())
 	}
 	rep := statusReport{Tree: opts.tree, Series: s.Hash(), Summary: string(st.Summary()), TreeStatus: st}
 	return p.Result(rep, func(w io.Writer) {
@@ -75,7 +77,7 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 		}
 		fmt.Fprintln(w, "files:")
 		for _, f := range st.Files {
-			fmt.Fprintf(w, "  %-12s %s\n", shortState(f), f.Path)
+			fmt.Fprintf(w, "  %-12s %s\n", shortState(f), series.QuotePath(f.Path))
 		}
 	})
 }

@@ -52,7 +52,14 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 		if serr != nil || !fi.IsDir() {
 			return nil, usageErrorf("patches directory %s: %v", dir, errOr(serr, errors.New("not a directory")))
 		}
-		s, err = series.Load(os.DirFS(dir), ".", dir)
+		// An os.Root confines the series to its directory: a `series` or patch that is a
+		// symbolic link to a system file (or to /dev/zero) is refused, not read.
+		root, rerr := os.OpenRoot(dir)
+		if rerr != nil {
+			return nil, usageErrorf("patches directory %s: %v", dir, rerr)
+		}
+		s, err = series.Load(root.FS(), ".", dir)
+		root.Close()
 	}
 	if err != nil {
 		return nil, withCode(ExitCheckFailed, err)
@@ -106,10 +113,13 @@ func engineError(err error) error {
 	var ce *series.ConflictError
 	var se *series.StateError
 	var ue *series.UnsafePathError
+	var je *series.JournalError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ce), errors.As(err, &se), errors.As(err, &ue):
+	case errors.Is(err, series.ErrEmptySeries):
+		return withCode(ExitUsage, err)
+	case errors.As(err, &ce), errors.As(err, &se), errors.As(err, &ue), errors.As(err, &je), errors.Is(err, series.ErrBusy):
 		return withCode(ExitConflict, err)
 	}
 	return err

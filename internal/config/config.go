@@ -5,11 +5,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 //go:embed default.toml
@@ -75,11 +79,15 @@ type Duration struct{ time.Duration }
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("want a duration such as \"90s\" or \"5m\", have %q", b)
+		return errDuration
 	}
 	d.Duration = v
 	return nil
 }
+
+// errDuration is the decoder's report of a value that is not a duration string. The
+// decoder gives it no position, so describe finds the key and line itself.
+var errDuration = errors.New("want a duration string such as \"90s\" or \"5m\"")
 
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
@@ -93,9 +101,14 @@ func Default() Config {
 	return c
 }
 
+// MaxSize bounds the config file: a real one is a few KiB.
+const MaxSize = 1 << 20
+
 // Load reads path on top of the defaults. Keys absent from the file keep their default.
+// The file must be a regular file of at most MaxSize bytes: a FIFO or a link to a
+// device is refused before it is read.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
@@ -124,7 +137,7 @@ func decode(name string, data []byte, base Config) (Config, error) {
 	dec.DisallowUnknownFields()
 	c := base
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, describe(name, err)
+		return Config{}, describe(name, data, err)
 	}
 	return c, nil
 }
@@ -149,7 +162,30 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("config %s: %s", pos, e.Msg)
 }
 
-func describe(name string, err error) error {
+func readBounded(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s: larger than %d KiB", path, MaxSize>>10)
+	}
+	return data, nil
+}
+
+func describe(name string, data []byte, err error) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) && len(strict.Errors) > 0 {
 		first := strict.Errors[0]
@@ -162,7 +198,77 @@ func describe(name string, err error) error {
 		row, col := de.Position()
 		return &Error{File: name, Line: row, Column: col, Key: joinKey(de.Key()), Msg: de.Error()}
 	}
+	if errors.Is(err, errDuration) {
+		return durationError(name, data, err)
+	}
 	return &Error{File: name, Msg: err.Error()}
+}
+
+// durationError finds the duration key whose value is not a duration string, with its
+// position, by walking the document's key/value expressions.
+func durationError(name string, data []byte, err error) error {
+	keys := durationKeys(reflect.TypeOf(Config{}), "")
+	var p unstable.Parser
+	p.Reset(data)
+	table := ""
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = nodeKey(e.Key())
+		case unstable.KeyValue:
+			k := nodeKey(e.Key())
+			if table != "" {
+				k = table + "." + k
+			}
+			if !keys[k] {
+				continue
+			}
+			v := e.Value()
+			if v.Kind == unstable.String {
+				if _, perr := time.ParseDuration(string(v.Data)); perr == nil {
+					continue
+				}
+			}
+			pos := p.Shape(e.Raw).Start
+			return &Error{File: name, Line: pos.Line, Column: pos.Column, Key: k,
+				Msg: fmt.Sprintf("%v, have %s", errDuration, p.Raw(v.Raw))}
+		}
+	}
+	return &Error{File: name, Msg: err.Error()}
+}
+
+func nodeKey(it unstable.Iterator) string {
+	var parts []string
+	for it.Next() {
+		parts = append(parts, string(it.Node().Data))
+	}
+	return strings.Join(parts, ".")
+}
+
+// durationKeys lists the dotted TOML keys of t's Duration fields.
+func durationKeys(t reflect.Type, prefix string) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		switch {
+		case f.Type == reflect.TypeOf(Duration{}):
+			out[key] = true
+		case f.Type.Kind() == reflect.Struct:
+			for k := range durationKeys(f.Type, key) {
+				out[k] = true
+			}
+		}
+	}
+	return out
 }
 
 func joinKey(k []string) string {

@@ -2,7 +2,10 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,4 +82,42 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = Parse("fuzz.toml", data) // must not panic
 	})
+}
+
+// TestWrongTypeNamesFileLineAndKey: a value of the wrong type is reported like an
+// unknown key, with the file, the line and the dotted key.
+func TestWrongTypeNamesFileLineAndKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"[verify]\nprofile = \"quick\"\ntimeout = 5\n":   `config m.toml:3:1: key verify.timeout: want a duration string such as "90s" or "5m", have 5`,
+		"[verify]\n\ntimeout = \"soon\"\n":               `config m.toml:3:11: key verify.timeout:`,
+		"verify.timeout = true\n":                        `config m.toml:1:1: key verify.timeout: want a duration string`,
+		"[build]\njobs = \"many\"\n":                     `config m.toml:2:8: key build.jobs:`,
+		"[audit]\npaths = \"aten\"\nbaseline = 3\n":      `config m.toml:2:9: key audit.paths:`,
+		"[upstream]\nurl = \"u\"\n[verify]\ntimeout = 1": `config m.toml:4:1: key verify.timeout:`,
+	} {
+		_, err := Parse("m.toml", []byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q:\nhave %v\nwant prefix %s", in, err, want)
+		}
+	}
+}
+
+func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Load(%s): have %v, want a refusal", p, err)
+		}
+	}
+	big := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", MaxSize)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized config: have %v", err)
+	}
 }

@@ -27,7 +27,19 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(envChild); op != "" {
 		os.Exit(crashChild(op))
 	}
-	os.Exit(m.Run())
+	// The journal key lives in the user's config directory: give the tests (and the
+	// children they start, which inherit the environment) a home of their own.
+	home, err := os.MkdirTemp("", "mpspatch-series-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"} {
+		os.Setenv(k, filepath.Join(home, k))
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 func crashChild(op string) int {
@@ -99,13 +111,25 @@ func countSteps(t *testing.T, fx fixture, s *Series) (apply, unapply int) {
 	return apply, n
 }
 
-// checkWhole recovers the tree and asserts it is exactly before or exactly after.
-func checkWhole(t *testing.T, dir string, s *Series, before, after map[string]string) string {
+// checkWhole recovers the tree as a command writing in direction dir would, and asserts
+// it is exactly before or exactly after. status, which only reads, must leave the
+// crashed tree byte for byte as it found it, journal included.
+func checkWhole(t *testing.T, dir string, s *Series, d Direction, before, after map[string]string) string {
 	t.Helper()
 	root := openRoot(t, dir)
+	crashed := snapshot(t, dir)
+	if _, err := Inspect(root, s); err != nil {
+		t.Fatalf("inspect after crash: %v", err)
+	}
+	if have := snapshot(t, dir); !reflect.DeepEqual(have, crashed) {
+		t.Fatalf("status wrote to a crashed tree:\n%s", mapDiff(have, crashed))
+	}
+	if _, err := Recover(root, d); err != nil {
+		t.Fatalf("recover after crash: %v", err)
+	}
 	st, err := Inspect(root, s)
 	if err != nil {
-		t.Fatalf("inspect after crash: %v", err)
+		t.Fatalf("inspect after recovery: %v", err)
 	}
 	have := snapshot(t, dir)
 	switch {
@@ -153,7 +177,18 @@ func TestCrashAtEveryStepOfTheWritePhase(t *testing.T) {
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("%s step %d: child was not killed: %v", tc.op, step, err)
 			}
-			got := checkWhole(t, dir, s, before, after)
+			// Recovery by the opposite command rolls the journal back: the start state.
+			// (Once the journal is gone the operation has finished: there is nothing to undo.)
+			back := dir + "-back"
+			copyTree(t, dir, back)
+			want := startName(tc.op)
+			if !Pending(openRoot(t, dir)) {
+				want = endName(tc.op)
+			}
+			if got := checkWhole(t, back, s, opposite(tc.op), before, after); got != want {
+				t.Errorf("%s step %d: recovered by the opposite command to %s, want %s", tc.op, step, got, want)
+			}
+			got := checkWhole(t, dir, s, direction(tc.op), before, after)
 			seen[got]++
 			if _, err := os.Stat(filepath.Join(dir, StateDir)); !os.IsNotExist(err) {
 				t.Errorf("%s step %d: %s remains after recovery", tc.op, step, StateDir)
@@ -188,7 +223,36 @@ func TestKillAtRandomInstants(t *testing.T) {
 		time.Sleep(time.Duration(20+rng.Intn(30000)) * time.Microsecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
-		seen[checkWhole(t, dir, s, before, after)]++
+		seen[checkWhole(t, dir, s, Forward, before, after)]++
 	}
 	t.Logf("outcomes after 25 random kills: %v", seen)
+}
+
+func direction(op string) Direction {
+	if op == "unapply" {
+		return Reverse
+	}
+	return Forward
+}
+
+func opposite(op string) Direction {
+	if op == "unapply" {
+		return Forward
+	}
+	return Reverse
+}
+
+// startName is the state an operation starts from, as checkWhole names it.
+func startName(op string) string {
+	if op == "unapply" {
+		return "after"
+	}
+	return "before"
+}
+
+func endName(op string) string {
+	if op == "unapply" {
+		return "before"
+	}
+	return "after"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Options tune Apply and Unapply.
@@ -44,7 +45,7 @@ func (e *StateError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: the tree is %s; refusing to write", e.Verb, e.Status.Summary())
 	for _, f := range e.Status.Files {
-		fmt.Fprintf(&b, "\n  %-60s %s", f.Path, f.State())
+		fmt.Fprintf(&b, "\n  %-60s %s", QuotePath(f.Path), f.State())
 	}
 	if e.Hint != "" {
 		b.WriteString("\n")
@@ -57,6 +58,10 @@ const ignoreBaseHint = `Files marked "with local edits" differ from the base the
 (a different upstream commit, or your own changes). --ignore-base applies around the
 differences when every hunk still locates; nothing is overwritten.`
 
+// LockWait is how long a command waits for another mpspatch working on the same tree
+// before it gives up with ErrBusy.
+var LockWait = 5 * time.Second
+
 // Apply applies the whole series to the tree at root, all or nothing.
 func Apply(root *os.Root, s *Series, opts Options) (*Result, error) {
 	return run(root, s, Forward, opts)
@@ -68,8 +73,25 @@ func Unapply(root *os.Root, s *Series, opts Options) (*Result, error) {
 }
 
 func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error) {
-	rec, err := Recover(root)
+	if len(s.Patches) == 0 {
+		return nil, fmt.Errorf("%s: %w", dir.verb(), ErrEmptySeries)
+	}
+	// One writer per tree; a dry run only reads, and writes nothing, not even a lock file.
+	unlock, err := lockTree(root, !opts.DryRun, LockWait)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
+	}
+	defer unlock()
+	rec := ""
+	if opts.DryRun {
+		in, _, err := look(root)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir.verb(), err)
+		}
+		if in.Blocking() {
+			return nil, fmt.Errorf("%s --dry-run: %w", dir.verb(), &JournalError{Interruption: *in})
+		}
+	} else if rec, err = Recover(root, dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
 	tf := newTreeFiles(root)
@@ -78,35 +100,28 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
 	res := &Result{Recovery: st.Recovery, Before: st}
-	target := func(f FileStatus) int { return 0 }
+	done, start := len(s.Patches), 0
 	if dir == Reverse {
-		target = func(f FileStatus) int { return f.Steps }
+		done, start = 0, len(s.Patches)
 	}
-	done, todo, edited := 0, 0, 0
+	edited := 0
 	for _, f := range st.Files {
-		switch {
-		case f.Version < 0:
-			// Neither side: let Compute say exactly which hunk does not locate.
-		case f.Version == target(f):
-			todo++
-			if f.Edited {
-				edited++
-			}
-		case f.Version == f.Steps-target(f):
-			done++
-		default:
-			return res, &StateError{Verb: dir.verb(), Status: st}
+		if f.Edited {
+			edited++
 		}
 	}
 	switch {
-	case done == len(st.Files):
+	case st.Applied == done:
 		res.Noop = true
 		return res, nil
-	case done > 0:
+	case st.Applied >= 0 && st.Applied != start:
+		return res, &StateError{Verb: dir.verb(), Status: st}
+	case st.Applied < 0 && !anyUnknown(st):
 		return res, &StateError{Verb: dir.verb(), Status: st}
 	case edited > 0 && !opts.IgnoreBase:
 		return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
 	}
+	// Files that match neither side: let Compute say exactly which hunk does not locate.
 	plan, err := computePatches(tf, s.Patches, dir)
 	res.Plan = plan
 	if err != nil {
@@ -124,4 +139,14 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 		return res, fmt.Errorf("%s: %w", dir.verb(), err)
 	}
 	return res, nil
+}
+
+// anyUnknown says whether some file matches no version at all.
+func anyUnknown(st *TreeStatus) bool {
+	for _, f := range st.Files {
+		if f.Version < 0 {
+			return true
+		}
+	}
+	return false
 }

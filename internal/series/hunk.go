@@ -28,25 +28,53 @@ func splitLines(data []byte) []string {
 	return lines
 }
 
-// trimEOL drops a trailing "\n" or "\r\n": lines compare by content, so a CRLF file
-// matches a patch written with LF endings.
+// trimEOL drops a trailing "\n" or "\r\n", for display.
 func trimEOL(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return strings.TrimSuffix(s, "\r")
 }
 
-// isCRLF says whether most of the file's line endings are CRLF.
-func isCRLF(lines []string) bool {
-	crlf, lf := 0, 0
+// sameLine compares a file's line with a patch's: equal, or equal but for a CR before
+// the newline (a checkout with core.autocrlf holds CRLF where the patch has LF). Whether
+// the line ends in a newline at all counts, as in git: a last line without one is a
+// different line, so the newline is neither lost nor gained across apply and unapply.
+// Matching uses it only for a file that is CRLF throughout; conflict reports use it to
+// find the closest candidate.
+func sameLine(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if !strings.HasSuffix(a, "\n") || !strings.HasSuffix(b, "\n") {
+		return false
+	}
+	return strings.TrimSuffix(a[:len(a)-1], "\r") == strings.TrimSuffix(b[:len(b)-1], "\r")
+}
+
+// allCRLF says whether every line of the file that ends in a newline ends in CRLF.
+func allCRLF(lines []string) bool {
+	n := 0
 	for _, l := range lines {
-		switch {
-		case strings.HasSuffix(l, "\r\n"):
-			crlf++
-		case strings.HasSuffix(l, "\n"):
-			lf++
+		if strings.HasSuffix(l, "\n") {
+			if !strings.HasSuffix(l, "\r\n") {
+				return false
+			}
+			n++
 		}
 	}
-	return crlf > lf
+	return n > 0
+}
+
+// patchHasLF says whether some old line of the patch (context or removed) ends in a bare
+// LF: the patch was made against the LF form of a file that holds CRLF.
+func patchHasLF(frags []*gitdiff.TextFragment) bool {
+	for _, f := range frags {
+		for _, l := range f.Lines {
+			if l.Old() && strings.HasSuffix(l.Line, "\n") && !strings.HasSuffix(l.Line, "\r\n") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // placement is where one hunk landed.
@@ -77,7 +105,12 @@ type hunkFailure struct {
 // many hunks it has.
 func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []placement, *hunkFailure) {
 	lines := splitLines(data)
-	crlf := isCRLF(lines)
+	// Lines match exactly and added lines keep the ending the patch gives them, line by
+	// line, as git does. Only a file that is CRLF throughout, patched by a diff made
+	// against its LF form (a checkout with core.autocrlf), matches regardless of CR and
+	// gets CRLF on the added lines too; then unapply restores CRLF on the removed lines,
+	// and nothing is lost either way.
+	crlf := allCRLF(lines) && patchHasLF(frags)
 	var places []placement
 	out := make([]byte, 0, len(data)+len(data)/8)
 	cursor := 0  // lines before cursor are already in out
@@ -96,14 +129,37 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 		}
 		// As git apply: a hunk at line <= 1 must match at the beginning, a hunk without
 		// trailing context must match at the end. No context is ever dropped (zero fuzz).
+		// A hunk with no context at all comes from `git diff -U0` and, as with git apply
+		// --unidiff-zero, is not held to the end: otherwise reversing a pure insertion
+		// (which gains a removed line and still no context) would fail.
 		anchor := ""
 		if frag.OldPosition <= 1 {
 			anchor = "beginning"
-		} else if frag.TrailingContext == 0 && len(pre) > 0 {
+		} else if frag.TrailingContext == 0 && frag.LeadingContext > 0 && len(pre) > 0 {
+			anchor = "end"
+		}
+		// A hunk whose old or new side ends without a newline ends the file: placed
+		// anywhere else it would join its last line to the next one.
+		atEnd := false
+		for j := len(frag.Lines) - 1; j >= 0; j-- {
+			if l := frag.Lines[j]; l.Op != gitdiff.OpDelete && !strings.HasSuffix(l.Line, "\n") {
+				atEnd = true
+			}
+			if frag.Lines[j].Op == gitdiff.OpContext {
+				break
+			}
+		}
+		if len(pre) > 0 && !strings.HasSuffix(pre[len(pre)-1], "\n") {
+			atEnd = true
+		}
+		if atEnd && anchor == "" {
 			anchor = "end"
 		}
 		expected := recorded + lastOff
-		pos, ok := locate(lines, pre, expected, cursor, anchor)
+		pos, ok := locate(lines, pre, expected, cursor, anchor, crlf)
+		if ok && atEnd && pos+len(pre) != len(lines) {
+			ok = false
+		}
 		if !ok {
 			return nil, places, describeFailure(lines, pre, i, expected, cursor, anchor, recorded)
 		}
@@ -122,6 +178,10 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 			case gitdiff.OpDelete:
 				k++
 			case gitdiff.OpAdd:
+				if len(out) > 0 && out[len(out)-1] != '\n' {
+					// Adding after a last line that lacks its newline would join the two.
+					return nil, places, describeFailure(lines, pre, i, expected, cursor, "end", recorded)
+				}
 				text := l.Line
 				if crlf && strings.HasSuffix(text, "\n") && !strings.HasSuffix(text, "\r\n") {
 					out = append(out, text[:len(text)-1]...)
@@ -139,12 +199,12 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 	return out, places, nil
 }
 
-func matchesAt(lines, pre []string, pos int) bool {
+func matchesAt(lines, pre []string, pos int, crlf bool) bool {
 	if pos < 0 || pos+len(pre) > len(lines) {
 		return false
 	}
 	for i, p := range pre {
-		if trimEOL(lines[pos+i]) != trimEOL(p) {
+		if l := lines[pos+i]; l != p && !(crlf && sameLine(l, p)) {
 			return false
 		}
 	}
@@ -153,7 +213,7 @@ func matchesAt(lines, pre []string, pos int) bool {
 
 // locate finds the start of pre in lines: at expected, else the nearest offset, trying
 // the earlier candidate first on ties (as git does).
-func locate(lines, pre []string, expected, minStart int, anchor string) (int, bool) {
+func locate(lines, pre []string, expected, minStart int, anchor string, crlf bool) (int, bool) {
 	maxStart := len(lines) - len(pre)
 	if len(pre) == 0 {
 		pos := expected
@@ -164,9 +224,9 @@ func locate(lines, pre []string, expected, minStart int, anchor string) (int, bo
 	}
 	switch anchor {
 	case "beginning":
-		return 0, minStart == 0 && matchesAt(lines, pre, 0)
+		return 0, minStart == 0 && matchesAt(lines, pre, 0, crlf)
 	case "end":
-		return maxStart, maxStart >= minStart && matchesAt(lines, pre, maxStart)
+		return maxStart, maxStart >= minStart && matchesAt(lines, pre, maxStart, crlf)
 	}
 	for d := 0; ; d++ {
 		lo, hi := expected-d, expected+d
@@ -175,10 +235,10 @@ func locate(lines, pre []string, expected, minStart int, anchor string) (int, bo
 		if !inLo && !inHi && (lo < minStart && hi > maxStart) {
 			return 0, false
 		}
-		if inLo && matchesAt(lines, pre, lo) {
+		if inLo && matchesAt(lines, pre, lo, crlf) {
 			return lo, true
 		}
-		if d > 0 && inHi && matchesAt(lines, pre, hi) {
+		if d > 0 && inHi && matchesAt(lines, pre, hi, crlf) {
 			return hi, true
 		}
 	}
@@ -197,7 +257,7 @@ func describeFailure(lines, pre []string, idx, expected, minStart int, anchor st
 	for p := minStart; p <= maxStart; p++ {
 		score := 0
 		for i, want := range pre {
-			if trimEOL(lines[p+i]) == trimEOL(want) {
+			if sameLine(lines[p+i], want) {
 				score++
 			}
 		}
@@ -248,13 +308,13 @@ func diffWindow(expected, found []string) string {
 		}
 		switch {
 		case he && hf && e == f:
-			fmt.Fprintf(&b, "      %s\n", e)
+			fmt.Fprintf(&b, "      %s\n", visible(e))
 		default:
 			if he {
-				fmt.Fprintf(&b, "    - %s\n", e)
+				fmt.Fprintf(&b, "    - %s\n", visible(e))
 			}
 			if hf {
-				fmt.Fprintf(&b, "    + %s\n", f)
+				fmt.Fprintf(&b, "    + %s\n", visible(f))
 			} else {
 				b.WriteString("    + (end of file)\n")
 			}
@@ -262,3 +322,22 @@ func diffWindow(expected, found []string) string {
 	}
 	return b.String()
 }
+
+// visible escapes the control characters of a line quoted in a report (all but tab), so
+// that file content or a hunk header cannot drive the terminal; the rest stays as is.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\%03o", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) }

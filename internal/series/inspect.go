@@ -2,6 +2,7 @@ package series
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,6 +19,9 @@ const (
 	NotApplied PatchState = "not applied"
 	Partial    PatchState = "partial"  // some of its files are patched, others not
 	Unknown    PatchState = "modified" // a file it touches matches neither side
+	// Interrupted: an apply or unapply did not finish (or a foreign journal sits in the
+	// tree); TreeStatus.Interrupted says which command resolves it.
+	Interrupted PatchState = "interrupted"
 )
 
 // FileStatus is what Inspect found for one touched path.
@@ -64,12 +68,22 @@ type PatchStatus struct {
 type TreeStatus struct {
 	Patches []PatchStatus `json:"patches"`
 	Files   []FileStatus  `json:"files"`
-	// Recovery, when non-empty, says what Recover did before inspecting.
+	// Recovery, when non-empty, says what Recover did before inspecting (only a command
+	// that writes recovers).
 	Recovery string `json:"recovery,omitempty"`
+	// Interrupted is an unfinished write phase that Inspect found and left alone: the
+	// files above are as they are on disk, possibly half written.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+	// Applied is how many patches of the series, first to last, the tree holds when its
+	// files agree on one such count (-1 when they do not).
+	Applied int `json:"applied"`
 }
 
 // Summary is "applied", "not applied", "partial" or "modified" for the whole series.
 func (t *TreeStatus) Summary() PatchState {
+	if t.Interrupted.Blocking() {
+		return Interrupted
+	}
 	applied, not := 0, 0
 	for _, f := range t.Files {
 		switch {
@@ -161,30 +175,79 @@ func oidMatches(have, want string) bool {
 }
 
 // Inspect classifies the tree at root against s: per path, which version of the file is
-// there; per patch, applied / not applied / partial / modified. It recovers an interrupted
-// write first, so it never reports a half-written tree.
+// there; per patch, applied / not applied / partial / modified. It writes nothing: an
+// interrupted write phase is reported in TreeStatus.Interrupted (with the command that
+// finishes or undoes it), never replayed, and a foreign journal is never trusted.
 func Inspect(root *os.Root, s *Series) (*TreeStatus, error) {
-	rec, err := Recover(root)
+	if len(s.Patches) == 0 {
+		return nil, ErrEmptySeries
+	}
+	unlock, err := lockTree(root, false, LockWait)
 	if err != nil {
 		return nil, err
 	}
-	return inspect(newTreeFiles(root), s, rec)
+	defer unlock()
+	in, _, err := look(root)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := inspect(newTreeFiles(root), s, "")
+	if err != nil {
+		return nil, err
+	}
+	ts.Interrupted = in
+	return ts, nil
 }
 
+// ErrEmptySeries refuses a series that lists no patches: "applied" and "not applied"
+// would both be true of every tree, so apply, unapply, status and check --tree say so
+// instead of picking one.
+var ErrEmptySeries = errors.New("the series lists no patches; there is nothing to apply, unapply or inspect")
+
 func inspect(tf *treeFiles, s *Series, rec string) (*TreeStatus, error) {
-	ts := &TreeStatus{Recovery: rec}
+	ts := &TreeStatus{Recovery: rec, Applied: -1}
 	ch, order := chains(s)
 	if err := tf.readAll(order); err != nil {
 		return nil, err
 	}
-	version := map[string]int{}
+	sets := map[string][]int{}
 	for _, p := range order {
-		fst, err := inspectPath(tf, p, ch[p])
+		fst, set, err := inspectPath(tf, p, ch[p])
 		if err != nil {
 			return nil, err
 		}
-		version[p] = fst.Version
+		sets[p] = set
 		ts.Files = append(ts.Files, fst)
+	}
+	// The series in order: the tree holds its first k patches when every file is at the
+	// version those k patches make. A file may match several versions (a later patch
+	// reverts an earlier hunk, a file is created and deleted again): judging each file
+	// alone would call such a file patched on a clean tree. Prefer the whole series, then
+	// none of it, then the longest prefix.
+	n := len(s.Patches)
+	candidates := []int{n, 0}
+	for k := n - 1; k > 0; k-- {
+		candidates = append(candidates, k)
+	}
+	for _, k := range candidates {
+		if consistent(order, ch, sets, k) {
+			ts.Applied = k
+			break
+		}
+	}
+	version := map[string]int{}
+	for i, p := range order {
+		v := -1
+		if ts.Applied >= 0 {
+			v = versionAt(ch[p], ts.Applied)
+		} else if set := sets[p]; len(set) > 0 {
+			v = set[len(set)-1]
+		}
+		ts.Files[i].Version = v
+		if v < 0 {
+			ts.Files[i].Edited = false
+		}
+		version[p] = v
 	}
 	for i, p := range s.Patches {
 		ps := PatchStatus{Name: p.Name}
@@ -210,6 +273,10 @@ func inspect(tf *treeFiles, s *Series, rec string) (*TreeStatus, error) {
 			}
 		}
 		switch {
+		case ts.Applied >= 0 && i < ts.Applied:
+			ps.State = Applied
+		case ts.Applied >= 0:
+			ps.State = NotApplied
 		case unknown > 0:
 			ps.State = Unknown
 		case applied > 0 && not > 0:
@@ -224,11 +291,42 @@ func inspect(tf *treeFiles, s *Series, rec string) (*TreeStatus, error) {
 	return ts, nil
 }
 
-func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, error) {
+// versionAt is the version of a path after the first k patches of the series.
+func versionAt(steps []step, k int) int {
+	v := 0
+	for _, st := range steps {
+		if st.patch < k {
+			v++
+		}
+	}
+	return v
+}
+
+func consistent(order []string, ch map[string][]step, sets map[string][]int, k int) bool {
+	for _, p := range order {
+		want := versionAt(ch[p], k)
+		ok := false
+		for _, v := range sets[p] {
+			if v == want {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// inspectPath finds every version of p the file on disk can be: by the blob IDs the
+// patches record (exact), else by whether the chain of hunks applies or reverses around
+// what is there (then the file carries edits of its own). The versions come sorted.
+func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, []int, error) {
 	fst := FileStatus{Path: p, Steps: len(steps), Version: -1}
 	f, err := tf.read(p)
 	if err != nil {
-		return fst, err
+		return fst, nil, err
 	}
 	data, have, exec := f.data, absent, false
 	if f.exists {
@@ -236,8 +334,6 @@ func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, error) {
 		have, exec = f.blob, f.mode&0o100 != 0
 		fst.Blob = have
 	}
-	// First the blob IDs (and modes) the patches record: exact and cheap. The highest
-	// version that matches wins, so a tree that holds the series reads as applied.
 	// A checkout with core.autocrlf holds CRLF where the patches recorded LF blobs: a file
 	// that matches once its CRLFs are LFs is the same version, not an edited one.
 	haveLF := have
@@ -251,24 +347,26 @@ func inspectPath(tf *treeFiles, p string, steps []step) (FileStatus, error) {
 			known = false
 		}
 	}
-	for k := len(vs) - 1; k >= 0; k-- {
-		v := vs[k]
+	var set []int
+	for k, v := range vs {
 		if (oidMatches(have, v.oid) || oidMatches(haveLF, v.oid)) && (v.mode == 0 || have == absent || (v.mode&0o100 != 0) == exec) {
-			fst.Version = k
-			return fst, nil
+			set = append(set, k)
 		}
+	}
+	if len(set) > 0 {
+		return fst, set, nil
 	}
 	// Then by content: does the whole chain apply, or reverse, around what is there?
 	modeOK := func(v version) bool { return v.mode == 0 || !fst.Exists || (v.mode&0o100 != 0) == exec }
 	if fst.Exists && modeOK(vs[0]) && chainApplies(data, steps, false) {
-		fst.Version, fst.Edited = 0, known
-		return fst, nil
+		set = append(set, 0)
+		fst.Edited = known
 	}
 	if modeOK(vs[len(vs)-1]) && chainApplies(data, steps, true) {
-		fst.Version, fst.Edited = len(steps), known && fst.Exists
-		return fst, nil
+		set = append(set, len(steps))
+		fst.Edited = fst.Edited || (known && fst.Exists)
 	}
-	return fst, nil
+	return fst, set, nil
 }
 
 // version is what a path looks like after k of its steps: blob ID prefix and mode, each

@@ -7,20 +7,36 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"sort"
+	"strings"
 )
 
-// StateDir is the directory, at the tree root, where mpspatch keeps its journal.
+// StateDir is the directory, at the tree root, where mpspatch keeps its journal. Patches
+// may not touch it (CheckPath), and the engine refuses it when it is not a plain directory.
 const StateDir = ".mpspatch"
 
 const (
-	journalTmp  = StateDir + "/journal.tmp"  // being written; never trusted
+	journalTmp  = StateDir + "/journal.tmp"  // being written; never trusted, never read
 	journalFile = StateDir + "/journal.json" // its appearance is the commit point
 )
 
-// journal is a redo log: everything needed to finish the write phase from any point.
+// maxJournalSize bounds the journal mpspatch reads back: a planted journal must not make
+// it read without bound. Real journals hold the old and new content of the files the
+// series touches, a few MiB for the MPS series.
+const maxJournalSize = 256 << 20
+
+// journalVersion 3 added the old content of every entry (so recovery can roll back as
+// well as forward) and the MAC line.
+const journalVersion = 3
+
+const journalMagic = "mpspatch-journal 3 hmac-sha256="
+
+// journal is an undo/redo log: everything needed to finish the write phase from any
+// point, or to undo it.
 type journal struct {
 	Version int            `json:"version"`
 	Op      string         `json:"op"`
@@ -29,56 +45,120 @@ type journal struct {
 }
 
 type journalEntry struct {
-	Path    string      `json:"path"`
-	Delete  bool        `json:"delete,omitempty"`
+	Path string    `json:"path"`
+	Old  fileState `json:"old"`
+	New  fileState `json:"new"`
+}
+
+// fileState is a path's content and mode on one side of the write phase.
+type fileState struct {
+	Exists  bool        `json:"exists,omitempty"`
 	Mode    fs.FileMode `json:"mode,omitempty"`
 	Size    int         `json:"size,omitempty"` // bytes of content after the header
 	Content []byte      `json:"-"`
 }
 
-// encodeJournal writes the header as one JSON line followed by the raw contents, in
-// entry order: no base64, so the journal costs what the files cost.
-func encodeJournal(j journal) ([]byte, error) {
+// encodeJournal writes a MAC line, the header as one JSON line, then the raw contents
+// (each entry's old, then new), in entry order: no base64, so the journal costs what the
+// files cost.
+func encodeJournal(j journal, key []byte) ([]byte, error) {
 	total := 0
 	for i := range j.Entries {
-		j.Entries[i].Size = len(j.Entries[i].Content)
-		total += j.Entries[i].Size
+		e := &j.Entries[i]
+		e.Old.Size, e.New.Size = len(e.Old.Content), len(e.New.Content)
+		total += e.Old.Size + e.New.Size
 	}
 	head, err := json.Marshal(j)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(head)+1+total)
-	out = append(append(out, head...), '\n')
+	body := make([]byte, 0, len(head)+1+total)
+	body = append(append(body, head...), '\n')
 	for _, e := range j.Entries {
-		out = append(out, e.Content...)
+		body = append(body, e.Old.Content...)
+		body = append(body, e.New.Content...)
 	}
-	return out, nil
+	mac := hex.EncodeToString(journalMAC(key, body))
+	out := make([]byte, 0, len(journalMagic)+len(mac)+1+len(body))
+	out = append(append(append(out, journalMagic...), mac...), '\n')
+	return append(out, body...), nil
 }
 
-func decodeJournal(data []byte) (journal, error) {
+// errForeign marks a journal that this user's mpspatch did not write.
+var errForeign = errors.New("foreign journal")
+
+// decodeJournal authenticates data with key and checks every entry as a patch's paths
+// are checked. A journal that fails either is never replayed.
+func decodeJournal(data, key []byte) (journal, error) {
 	var j journal
-	head, body, ok := bytes.Cut(data, []byte{'\n'})
+	macLine, body, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || !bytes.HasPrefix(macLine, []byte(journalMagic)) {
+		return j, fmt.Errorf("%w: not an mpspatch journal of version %d", errForeign, journalVersion)
+	}
+	mac, err := hex.DecodeString(string(macLine[len(journalMagic):]))
+	if err != nil || key == nil || !macEqual(mac, journalMAC(key, body)) {
+		return j, fmt.Errorf("%w: its MAC does not verify with this user's journal key", errForeign)
+	}
+	head, rest, ok := bytes.Cut(body, []byte{'\n'})
 	if !ok {
 		return j, errors.New("no header line")
 	}
-	if err := json.Unmarshal(head, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
 		return j, err
 	}
-	if j.Version != 2 {
-		return j, fmt.Errorf("version %d, want 2", j.Version)
+	if j.Version != journalVersion {
+		return j, fmt.Errorf("version %d, want %d", j.Version, journalVersion)
 	}
+	if j.Op != "apply" && j.Op != "unapply" {
+		return j, fmt.Errorf("op %q, want apply or unapply", j.Op)
+	}
+	seen := map[string]bool{}
 	for i := range j.Entries {
-		n := j.Entries[i].Size
-		if n < 0 || n > len(body) {
-			return j, fmt.Errorf("entry %s: truncated", j.Entries[i].Path)
+		e := &j.Entries[i]
+		if err := checkEntry(*e); err != nil {
+			return j, fmt.Errorf("entry %d: %w", i+1, err)
 		}
-		j.Entries[i].Content, body = body[:n], body[n:]
+		if seen[e.Path] {
+			return j, fmt.Errorf("entry %d: %s appears twice", i+1, QuotePath(e.Path))
+		}
+		seen[e.Path] = true
+		for _, s := range []*fileState{&e.Old, &e.New} {
+			if s.Size < 0 || s.Size > len(rest) {
+				return j, fmt.Errorf("entry %s: truncated", QuotePath(e.Path))
+			}
+			s.Content, rest = rest[:s.Size], rest[s.Size:]
+		}
 	}
-	if len(body) != 0 {
+	if len(rest) != 0 {
 		return j, errors.New("trailing bytes")
 	}
 	return j, nil
+}
+
+// checkEntry holds a journal entry to the rules a patch obeys: a safe path, and modes
+// that mpspatch writes (0644 or 0755 for new content; the permission bits a file had
+// for old content, never setuid, setgid or sticky).
+func checkEntry(e journalEntry) error {
+	if err := CheckPath(e.Path); err != nil {
+		return err
+	}
+	if err := checkNameLengths(e.Path); err != nil {
+		return fmt.Errorf("%s: %w", QuotePath(e.Path), err)
+	}
+	if e.New.Exists && e.New.Mode != 0o644 && e.New.Mode != 0o755 {
+		return fmt.Errorf("%s: new mode %o, want 644 or 755", QuotePath(e.Path), e.New.Mode)
+	}
+	if e.Old.Mode&^0o777 != 0 {
+		return fmt.Errorf("%s: old mode %o has bits other than permissions", QuotePath(e.Path), e.Old.Mode)
+	}
+	for _, s := range []fileState{e.Old, e.New} {
+		if !s.Exists && s.Size != 0 {
+			return fmt.Errorf("%s: content for a file that does not exist", QuotePath(e.Path))
+		}
+	}
+	return nil
 }
 
 // crashHook, when set (only by tests), is called at every step of the write phase so a
@@ -90,6 +170,10 @@ func crashpoint(step string) {
 		crashHook(step)
 	}
 }
+
+// writeFault, when set (only by tests), makes the write of a path fail, so a test can see
+// the journal roll back when the forward path cannot complete.
+var writeFault func(path string) error
 
 // BlobID is git's object ID for a blob with this content (`git hash-object`).
 func BlobID(data []byte) string {
@@ -107,14 +191,18 @@ type CommitOptions struct {
 	Fsync bool
 }
 
-// Commit writes plan's changes to the tree at root, all or nothing.
+// Commit writes plan's changes to the tree at root, all or nothing. The caller holds the
+// tree's lock and has recovered any interrupted write.
 //
-// Protocol (a redo log): (1) the journal, holding every new content, is written to
-// journal.tmp; (2) it is renamed to journal.json — the commit point; (3) each target is
-// rewritten in place (removed, then created with its mode) or deleted; (4) the journal is
-// removed. A crash before (2) leaves the tree untouched and a stray journal.tmp that
-// recovery deletes; a crash after it leaves journal.json, from which recovery rewrites
-// every target again (idempotent), so the tree is always wholly before or wholly after.
+// Protocol (an undo/redo log): (1) the journal, holding every old and new content, is
+// written to journal.tmp; (2) it is renamed to journal.json — the commit point; (3) each
+// target is rewritten in place (removed, then created with its mode) or deleted,
+// deletions first; (4) the journal is removed. A crash before (2) leaves the tree
+// untouched and a stray journal.tmp that the next write deletes; a crash after it leaves
+// journal.json, from which recovery rewrites every target again (idempotent), so the tree
+// is always wholly before or wholly after. When a write fails (a full disk, a file made
+// read-only meanwhile), the entries already written are restored from the journal's old
+// contents, in reverse order, and the tree is as before.
 //
 // Targets are replaced by remove+create rather than rename-over, as git apply does:
 // ext4 flushes a file's data when another file is renamed over it, which would cost a
@@ -123,25 +211,25 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 	if len(plan.Changes) == 0 {
 		return nil
 	}
+	if err := checkStateDir(root); err != nil {
+		return err
+	}
 	if Pending(root) {
-		return fmt.Errorf("an interrupted write awaits recovery (%s); run `mpspatch status` first", journalFile)
+		return fmt.Errorf("an interrupted write awaits recovery (%s); run `mpspatch status`", journalFile)
 	}
-	j := journal{Version: 2, Op: op, Series: seriesHash}
-	for _, ch := range plan.Changes {
-		e := journalEntry{Path: ch.Path, Delete: !ch.NewExists}
-		if ch.NewExists {
-			e.Mode, e.Content = ch.NewMode, ch.NewData
-		}
-		j.Entries = append(j.Entries, e)
+	key, err := ensureKey()
+	if err != nil {
+		return fmt.Errorf("%w (nothing was changed)", err)
 	}
-	data, err := encodeJournal(j)
+	j := journal{Version: journalVersion, Op: op, Series: seriesHash, Entries: journalEntries(plan.Changes)}
+	data, err := encodeJournal(j, key)
 	if err != nil {
 		return err
 	}
-	if err := root.MkdirAll(StateDir, 0o755); err != nil {
+	if err := root.Mkdir(StateDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create %s: %w", StateDir, err)
 	}
-	if err := writeFile(root, journalTmp, data, 0o644, opts.Fsync); err != nil {
+	if err := createFile(root, journalTmp, data, 0o600, opts.Fsync); err != nil {
 		_ = root.Remove(journalTmp)
 		_ = root.Remove(StateDir)
 		return fmt.Errorf("write journal: %w (nothing was changed)", err)
@@ -156,37 +244,202 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 		syncDir(root, StateDir)
 	}
 	crashpoint("committed")
-	return rollForward(root, j, opts.Fsync)
+	return replay(root, j, true, false, opts.Fsync)
 }
 
-// Recover finishes or undoes a write phase interrupted by a crash. It reports what it
-// did: "rolled forward", "rolled back" or "" when there was nothing to do.
-func Recover(root *os.Root) (string, error) {
-	data, err := root.ReadFile(journalFile)
+// journalEntries orders the plan's changes for writing: deletions first, deepest first,
+// so that a directory emptied by a deletion is gone before a file of its name is
+// created, then everything else in plan order.
+func journalEntries(changes []Change) []journalEntry {
+	var dels, rest []journalEntry
+	for _, ch := range changes {
+		e := journalEntry{Path: ch.Path}
+		if ch.OldExists {
+			e.Old = fileState{Exists: true, Mode: ch.OldMode.Perm(), Content: ch.OldData}
+		}
+		if ch.NewExists {
+			e.New = fileState{Exists: true, Mode: ch.NewMode, Content: ch.NewData}
+			rest = append(rest, e)
+		} else {
+			dels = append(dels, e)
+		}
+	}
+	sort.SliceStable(dels, func(a, b int) bool {
+		return strings.Count(dels[a].Path, "/") > strings.Count(dels[b].Path, "/")
+	})
+	return append(dels, rest...)
+}
+
+// checkStateDir refuses a .mpspatch that is not a plain directory: a symbolic link
+// planted in a checkout would take the journal wherever it points.
+func checkStateDir(root *os.Root) error {
+	fi, err := root.Lstat(StateDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", StateDir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return &JournalError{Interruption: Interruption{Journal: StateDir, Foreign: true,
+			Reason: StateDir + " is a symbolic link; mpspatch keeps its journal there and refuses to follow it"}}
+	case !fi.IsDir():
+		return &JournalError{Interruption: Interruption{Journal: StateDir, Foreign: true,
+			Reason: StateDir + " is not a directory"}}
+	}
+	return nil
+}
+
+// Interruption is a write phase that did not finish, as a look at the tree finds it.
+type Interruption struct {
+	// Op is "apply" or "unapply" when the journal is mpspatch's own.
+	Op      string `json:"op,omitempty"`
+	Journal string `json:"journal"`
+	// Committed: the crash came after the commit point, so the tree may be half written.
+	// A journal that is not committed (journal.tmp) means the tree was never touched.
+	Committed bool `json:"committed"`
+	// Foreign: the journal is not one this user's mpspatch wrote (planted in a checkout,
+	// copied from elsewhere, or written under another HOME). It is never replayed.
+	Foreign bool   `json:"foreign,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Blocking says whether the interruption stops every command until it is resolved.
+func (i *Interruption) Blocking() bool { return i != nil && (i.Committed || i.Foreign) }
+
+// Hint says, for a person, what happened and which command finishes or undoes it.
+func (i *Interruption) Hint() string {
+	switch {
+	case i.Foreign:
+		return fmt.Sprintf("%s was not written by mpspatch for this user (%s), so it is never replayed. "+
+			"If it came with the checkout or a patch, delete %s/ and check the tree with `git status`; "+
+			"if an mpspatch of yours was interrupted under another HOME or key, restore the touched files from git.",
+			i.Journal, i.Reason, StateDir)
+	case i.Committed && i.Op == "apply":
+		return fmt.Sprintf("an apply was interrupted after its commit point (%s); the tree may be half written. "+
+			"`mpspatch apply` finishes it; `mpspatch unapply` undoes it.", i.Journal)
+	case i.Committed:
+		return fmt.Sprintf("an unapply was interrupted after its commit point (%s); the tree may be half written. "+
+			"`mpspatch unapply` finishes it; `mpspatch apply` undoes it.", i.Journal)
+	}
+	return fmt.Sprintf("an apply or unapply was interrupted before its commit point (%s); the tree was not changed, "+
+		"and the next apply or unapply removes the stray journal.", i.Journal)
+}
+
+// JournalError stops a command because of an interrupted or foreign write phase.
+// Nothing was written.
+type JournalError struct {
+	Interruption Interruption
+}
+
+func (e *JournalError) Error() string { return e.Interruption.Hint() }
+
+// ErrBusy says another mpspatch holds the tree's lock.
+var ErrBusy = errors.New("another mpspatch is working on this tree; try again when it has finished")
+
+// look finds an interrupted write phase without writing anything.
+func look(root *os.Root) (*Interruption, *journal, error) {
+	if err := checkStateDir(root); err != nil {
+		var je *JournalError
+		if errors.As(err, &je) {
+			return &je.Interruption, nil, nil
+		}
+		return nil, nil, err
+	}
+	data, err := readJournal(root)
 	switch {
 	case err == nil:
-		j, err := decodeJournal(data)
-		if err != nil {
-			return "", fmt.Errorf("journal %s is unreadable (%v); inspect the touched files and remove it by hand", journalFile, err)
+		key, _, kerr := loadKey()
+		if kerr != nil && !errors.Is(kerr, errNoKey) {
+			return nil, nil, kerr
 		}
-		if err := rollForward(root, j, false); err != nil {
-			return "", err
+		j, derr := decodeJournal(data, key)
+		switch {
+		case key == nil:
+			return &Interruption{Journal: journalFile, Committed: true, Foreign: true,
+				Reason: "this user has no journal key yet: a fresh HOME, another machine, or a journal that came with the checkout"}, nil, nil
+		case errors.Is(derr, errForeign):
+			return &Interruption{Journal: journalFile, Committed: true, Foreign: true, Reason: strings.TrimPrefix(derr.Error(), errForeign.Error()+": ")}, nil, nil
+		case derr != nil:
+			// Ours, yet its entries break the rules a patch obeys: refuse it too.
+			return &Interruption{Journal: journalFile, Committed: true, Foreign: true, Reason: "invalid: " + derr.Error()}, nil, nil
 		}
-		return "rolled forward", nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("read journal: %w", err)
+		return &Interruption{Op: j.Op, Journal: journalFile, Committed: true}, &j, nil
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		var je *JournalError
+		if errors.As(err, &je) {
+			return &je.Interruption, nil, nil
+		}
+		return nil, nil, err
 	}
-	if _, err := root.Lstat(journalTmp); err == nil {
+	if fi, err := root.Lstat(journalTmp); err == nil {
+		if !fi.Mode().IsRegular() {
+			// mpspatch only ever writes a regular file there: this one was planted.
+			return &Interruption{Journal: journalTmp, Foreign: true, Reason: "not a regular file"}, nil, nil
+		}
+		return &Interruption{Journal: journalTmp}, nil, nil
+	}
+	return nil, nil, nil
+}
+
+// readJournal reads journal.json, bounded, refusing anything but a regular file.
+func readJournal(root *os.Root) ([]byte, error) {
+	fi, err := root.Lstat(journalFile)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &JournalError{Interruption: Interruption{Journal: journalFile, Committed: true, Foreign: true, Reason: "not a regular file"}}
+	}
+	if fi.Size() > maxJournalSize {
+		return nil, &JournalError{Interruption: Interruption{Journal: journalFile, Committed: true, Foreign: true,
+			Reason: fmt.Sprintf("%d bytes, over the %d MiB a journal may hold", fi.Size(), maxJournalSize>>20)}}
+	}
+	f, err := root.OpenFile(journalFile, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJournalSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return data, nil
+}
+
+// Recover finishes or undoes a write phase interrupted by a crash, for a command that
+// writes in direction dir and holds the tree's lock: a journal of the same operation is
+// rolled forward, one of the opposite operation is rolled back (the command would undo
+// it anyway), and a journal whose forward path cannot complete is rolled back. It reports
+// what it did: "rolled forward", "rolled back" or "" when there was nothing to do. A
+// foreign journal is refused with a *JournalError and never replayed.
+func Recover(root *os.Root, dir Direction) (string, error) {
+	in, j, err := look(root)
+	switch {
+	case err != nil:
+		return "", err
+	case in == nil:
+		// A crash right after the journal was removed leaves the directory behind, empty.
+		_ = root.Remove(StateDir)
+		return "", nil
+	case in.Foreign:
+		return "", &JournalError{Interruption: *in}
+	case !in.Committed:
 		// The crash came before the commit point: the tree was never touched.
 		if err := root.Remove(journalTmp); err != nil {
-			return "", fmt.Errorf("roll back: %w", err)
+			return "", fmt.Errorf("remove %s: %w", journalTmp, err)
 		}
 		_ = root.Remove(StateDir)
 		return "rolled back", nil
 	}
-	// A crash right after the journal was removed leaves the directory behind, empty.
-	_ = root.Remove(StateDir)
-	return "", nil
+	forward := j.Op == dir.verb()
+	if err := replay(root, *j, forward, true, false); err != nil {
+		return "", err
+	}
+	if forward {
+		return "rolled forward", nil
+	}
+	return "rolled back", nil
 }
 
 // Pending says whether an interrupted write phase awaits recovery.
@@ -199,48 +452,135 @@ func Pending(root *os.Root) bool {
 	return false
 }
 
-func rollForward(root *os.Root, j journal, fsync bool) error {
-	dirs := newDirRoots(root)
-	defer dirs.close()
-	for _, e := range j.Entries {
-		dirName, base := path.Dir(e.Path), path.Base(e.Path)
-		dir, err := dirs.get(dirName)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && e.Delete:
-			continue // already gone, directory and all
-		case errors.Is(err, fs.ErrNotExist):
-			if err := root.MkdirAll(dirName, 0o755); err != nil {
-				return fmt.Errorf("create directory for %s: %w (journal kept at %s)", e.Path, err, journalFile)
+// replay writes the journal's new states (forward) or its old states (back), then
+// removes the journal. When a forward write fails, the entries written so far are rolled
+// back and the error says so; only when that fails too is the journal kept.
+func replay(root *os.Root, j journal, forward, recovering, fsync bool) error {
+	w := &writer{root: root, dirs: newDirRoots(root), dirOK: map[string]bool{}, check: recovering, fsync: fsync}
+	defer w.dirs.close()
+	if !forward {
+		if err := w.rollBack(j.Entries); err != nil {
+			return fmt.Errorf("%w (journal kept at %s)", err, journalFile)
+		}
+		return w.finish(j)
+	}
+	for i, e := range j.Entries {
+		if err := w.put(e.Path, e.New); err != nil {
+			if rerr := w.rollBack(j.Entries[:i+1]); rerr != nil {
+				return fmt.Errorf("%w; rolling back failed too: %v (journal kept at %s)", err, rerr, journalFile)
 			}
-			dir, err = dirs.get(dirName)
+			if ferr := w.finish(j); ferr != nil {
+				return fmt.Errorf("%w; rolled back, but %v", err, ferr)
+			}
+			return fmt.Errorf("%w; rolled back: the tree is as before", err)
 		}
-		if err != nil {
-			return fmt.Errorf("open directory of %s: %w (journal kept at %s)", e.Path, err, journalFile)
-		}
-		// Remove, then create: truncating or renaming over a file makes ext4 flush it.
-		if err := dir.Remove(base); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("replace %s: %w (journal kept at %s)", e.Path, err, journalFile)
-		}
-		if e.Delete {
-			dirs.forget(dirName)
-			removeEmptyParents(root, e.Path)
-			crashpoint("deleted " + e.Path)
-			continue
-		}
-		crashpoint("removed " + e.Path)
-		if err := writeFile(dir, base, e.Content, e.Mode, fsync); err != nil {
-			return fmt.Errorf("write %s: %w (journal kept at %s)", e.Path, err, journalFile)
-		}
-		crashpoint("wrote " + e.Path)
 	}
-	if fsync {
-		syncDirs(root, j)
+	return w.finish(j)
+}
+
+type writer struct {
+	root  *os.Root
+	dirs  *dirRoots
+	dirOK map[string]bool
+	check bool // recovering: check every directory on a path for symbolic links
+	fsync bool
+}
+
+// rollBack restores the old state of entries, last first.
+func (w *writer) rollBack(entries []journalEntry) error {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if err := w.put(entries[i].Path, entries[i].Old); err != nil {
+			return err
+		}
 	}
-	if err := root.Remove(journalFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	return nil
+}
+
+func (w *writer) finish(j journal) error {
+	if w.fsync {
+		syncDirs(w.root, j)
+	}
+	if err := w.root.Remove(journalFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove journal: %w", err)
 	}
 	crashpoint("journal removed")
-	_ = root.Remove(StateDir) // only when empty: build logs may live there too
+	_ = w.root.Remove(StateDir) // only when empty: build logs may live there too
+	return nil
+}
+
+// put makes p hold st: removed, then created with its content and mode, or deleted.
+func (w *writer) put(p string, st fileState) error {
+	dirName, base := path.Dir(p), path.Base(p)
+	if w.check {
+		if err := w.checkDirs(p); err != nil {
+			return err
+		}
+	}
+	dir, err := w.dirs.get(dirName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !st.Exists:
+		return nil // already gone, directory and all
+	case errors.Is(err, fs.ErrNotExist):
+		if err := w.root.MkdirAll(dirName, 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w", QuotePath(p), err)
+		}
+		dir, err = w.dirs.get(dirName)
+	}
+	if err != nil {
+		return fmt.Errorf("open directory of %s: %w", QuotePath(p), err)
+	}
+	if w.check {
+		if fi, err := dir.Lstat(base); err == nil && fi.IsDir() {
+			return unsafePathf("%s: is a directory in the tree; refusing to replace it", QuotePath(p))
+		}
+	}
+	// Remove, then create: truncating or renaming over a file makes ext4 flush it.
+	if err := dir.Remove(base); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replace %s: %w", QuotePath(p), err)
+	}
+	if !st.Exists {
+		w.dirs.forget(dirName)
+		removeEmptyParents(w.root, p)
+		crashpoint("deleted " + p)
+		return nil
+	}
+	crashpoint("removed " + p)
+	if writeFault != nil {
+		if err := writeFault(p); err != nil {
+			return fmt.Errorf("write %s: %w", QuotePath(p), err)
+		}
+	}
+	if err := createFile(dir, base, st.Content, st.Mode, w.fsync); err != nil {
+		return fmt.Errorf("write %s: %w", QuotePath(p), err)
+	}
+	crashpoint("wrote " + p)
+	return nil
+}
+
+// checkDirs refuses, during recovery, a path whose directories are symbolic links or not
+// directories: the tree may have changed since the journal was written.
+func (w *writer) checkDirs(p string) error {
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		prefix := strings.Join(parts[:i], "/")
+		if w.dirOK[prefix] {
+			continue
+		}
+		fi, err := w.root.Lstat(prefix)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", QuotePath(p), err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return unsafePathf("%s: %s is a symbolic link in the tree; refusing to write through it", QuotePath(p), QuotePath(prefix))
+		}
+		if !fi.IsDir() {
+			return unsafePathf("%s: %s is not a directory", QuotePath(p), QuotePath(prefix))
+		}
+		w.dirOK[prefix] = true
+	}
 	return nil
 }
 
@@ -252,9 +592,12 @@ func removeEmptyParents(root *os.Root, p string) {
 	}
 }
 
-// writeFile creates (or truncates) name with data and mode, syncing it when asked.
-func writeFile(root *os.Root, name string, data []byte, mode fs.FileMode, fsync bool) error {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+// createFile creates name, which must not exist (O_EXCL: a symbolic link planted there
+// meanwhile is not followed), with data and mode. New content has mode 0644 or 0755 and
+// the umask applies, as with git; old content restored by a rollback gets its exact
+// permission bits back.
+func createFile(root *os.Root, name string, data []byte, mode fs.FileMode, fsync bool) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
 	if err != nil {
 		return err
 	}
@@ -262,9 +605,8 @@ func writeFile(root *os.Root, name string, data []byte, mode fs.FileMode, fsync 
 		f.Close()
 		return err
 	}
-	// The umask may have narrowed the mode; the patch's mode is what the file must have.
-	if mode&0o022 != 0 || mode&0o111 != 0 {
-		if err := f.Chmod(mode); err != nil {
+	if mode != 0o644 && mode != 0o755 {
+		if err := f.Chmod(mode.Perm()); err != nil {
 			f.Close()
 			return err
 		}

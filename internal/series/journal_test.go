@@ -1,6 +1,8 @@
 package series
 
 import (
+	"encoding/hex"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,43 +21,78 @@ func TestApplyWithFsync(t *testing.T) {
 }
 
 func TestJournalRoundTripAndCorruption(t *testing.T) {
-	j := journal{Version: 2, Op: "apply", Entries: []journalEntry{
-		{Path: "a/b.mm", Mode: 0o644, Content: []byte("one\ntwo\n")},
-		{Path: "gone.txt", Delete: true},
-		{Path: "empty.h", Mode: 0o755, Content: []byte{}},
+	key := []byte("0123456789abcdef0123456789abcdef")
+	j := journal{Version: journalVersion, Op: "apply", Entries: []journalEntry{
+		{Path: "a/b.mm", Old: fileState{Exists: true, Mode: 0o600, Content: []byte("one\n")}, New: fileState{Exists: true, Mode: 0o644, Content: []byte("one\ntwo\n")}},
+		{Path: "gone.txt", Old: fileState{Exists: true, Mode: 0o644, Content: []byte("x")}},
+		{Path: "empty.h", New: fileState{Exists: true, Mode: 0o755, Content: []byte{}}},
 	}}
-	data, err := encodeJournal(j)
+	data, err := encodeJournal(j, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decodeJournal(data)
+	back, err := decodeJournal(data, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range j.Entries {
 		h, w := back.Entries[i], j.Entries[i]
-		if h.Path != w.Path || h.Delete != w.Delete || h.Mode != w.Mode || string(h.Content) != string(w.Content) {
+		if h.Path != w.Path || h.Old.Exists != w.Old.Exists || h.New.Exists != w.New.Exists || h.Old.Mode != w.Old.Mode ||
+			h.New.Mode != w.New.Mode || string(h.Old.Content) != string(w.Old.Content) || string(h.New.Content) != string(w.New.Content) {
 			t.Errorf("entry %d: have %+v, want %+v", i, h, w)
 		}
 	}
+	// resign re-MACs a tampered body, as mpspatch itself would have written it: the
+	// checks on the entries must hold even for a journal that authenticates.
+	resign := func(body string) []byte {
+		return []byte(journalMagic + hex.EncodeToString(journalMAC(key, []byte(body))) + "\n" + body)
+	}
 	for name, bad := range map[string][]byte{
-		"truncated":  data[:len(data)-3],
-		"trailing":   append(append([]byte{}, data...), 'x'),
-		"no header":  []byte("{"),
-		"bad json":   []byte("{nope}\n"),
-		"v1 journal": []byte(`{"version":1,"entries":[]}` + "\n"),
+		"truncated":       data[:len(data)-3],
+		"trailing":        append(append([]byte{}, data...), 'x'),
+		"no header":       []byte("{"),
+		"bad json":        []byte("{nope}\n"),
+		"v2 journal":      []byte(`{"version":2,"op":"apply","entries":[]}` + "\n"),
+		"other key":       mustEncode(t, j, []byte("fedcba9876543210fedcba9876543210")),
+		"resigned v2":     resign(`{"version":2,"op":"apply","entries":[]}` + "\n"),
+		"entry in .git":   resign(`{"version":3,"op":"apply","entries":[{"path":".git/hooks/post-checkout","new":{"exists":true,"mode":493,"size":2}}]}` + "\nhi"),
+		"entry .GIT.":     resign(`{"version":3,"op":"apply","entries":[{"path":"a/.GIT./config","new":{"exists":true,"mode":420,"size":2}}]}` + "\nhi"),
+		"entry escaping":  resign(`{"version":3,"op":"apply","entries":[{"path":"../x","new":{"exists":true,"mode":420,"size":2}}]}` + "\nhi"),
+		"entry absolute":  resign(`{"version":3,"op":"apply","entries":[{"path":"/tmp/x","new":{"exists":true,"mode":420,"size":2}}]}` + "\nhi"),
+		"entry in state":  resign(`{"version":3,"op":"apply","entries":[{"path":".mpspatch/journal.json","new":{"exists":true,"mode":420,"size":2}}]}` + "\nhi"),
+		"setuid mode":     resign(`{"version":3,"op":"apply","entries":[{"path":"x","new":{"exists":true,"mode":2541,"size":2}}]}` + "\nhi"),
+		"world writable":  resign(`{"version":3,"op":"apply","entries":[{"path":"x","new":{"exists":true,"mode":511,"size":2}}]}` + "\nhi"),
+		"duplicate path":  resign(`{"version":3,"op":"apply","entries":[{"path":"x"},{"path":"x"}]}` + "\n"),
+		"unknown op":      resign(`{"version":3,"op":"rm","entries":[]}` + "\n"),
+		"unknown field":   resign(`{"version":3,"op":"apply","entries":[],"exec":"sh"}` + "\n"),
+		"negative size":   resign(`{"version":3,"op":"apply","entries":[{"path":"x","new":{"exists":true,"mode":420,"size":-1}}]}` + "\n"),
+		"content, absent": resign(`{"version":3,"op":"apply","entries":[{"path":"x","new":{"size":2}}]}` + "\nhi"),
 	} {
-		if _, err := decodeJournal(bad); err == nil {
-			t.Errorf("%s: decoded a corrupt journal", name)
+		if _, err := decodeJournal(bad, key); err == nil {
+			t.Errorf("%s: decoded a corrupt or hostile journal", name)
 		}
 	}
 }
 
-func TestUnreadableJournalStopsRecovery(t *testing.T) {
+func mustEncode(t *testing.T, j journal, key []byte) []byte {
+	t.Helper()
+	data, err := encodeJournal(j, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestForeignJournalIsNeverReplayed(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{journalFile: "garbage"})
-	_, err := Recover(openRoot(t, dir))
-	if err == nil || !strings.Contains(err.Error(), "is unreadable") {
-		t.Fatalf("have %v, want an error that names the unreadable journal", err)
+	before := snapshot(t, dir)
+	_, err := Recover(openRoot(t, dir), Forward)
+	var je *JournalError
+	if !errors.As(err, &je) || !je.Interruption.Foreign || !strings.Contains(err.Error(), "never replayed") {
+		t.Fatalf("have %v, want a *JournalError that calls the journal foreign", err)
+	}
+	if have := snapshot(t, dir); !reflect.DeepEqual(have, before) {
+		t.Fatalf("a refused recovery wrote:\n%s", mapDiff(have, before))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
+	"sort"
 	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -89,6 +91,9 @@ type Plan struct {
 	Direction Direction
 	Results   []PatchResult
 	Changes   []Change
+
+	touched []string        // every path the plan read, in first-touch order
+	exists  map[string]bool // whether each exists after the plan
 }
 
 // Conflicted says whether any patch failed.
@@ -139,9 +144,9 @@ type Conflict struct {
 
 func (c *Conflict) Error() string {
 	if c.Hunk == 0 {
-		return fmt.Sprintf("%s %s: %s: %s", c.Verb, c.Patch, c.File, c.Reason)
+		return fmt.Sprintf("%s %s: %s: %s", c.Verb, c.Patch, QuotePath(c.File), c.Reason)
 	}
-	return fmt.Sprintf("%s %s: %s hunk %d/%d: %s", c.Verb, c.Patch, c.File, c.Hunk, c.Hunks, c.Reason)
+	return fmt.Sprintf("%s %s: %s hunk %d/%d: %s", c.Verb, c.Patch, QuotePath(c.File), c.Hunk, c.Hunks, c.Reason)
 }
 
 // Report renders the conflict for a person: which hunk, what it expected, what the file
@@ -153,7 +158,7 @@ func (c *Conflict) Report() string {
 	if c.Hunk == 0 {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  hunk: %s\n", strings.TrimSpace(c.Header))
+	fmt.Fprintf(&b, "  hunk: %s\n", visible(strings.TrimSpace(c.Header)))
 	switch {
 	case c.Anchor != "":
 		fmt.Fprintf(&b, "  searched: only the %s of the file (the hunk has no context on that side)\n", c.Anchor)
@@ -215,9 +220,11 @@ func computePatches(tf *treeFiles, patches []*Patch, dir Direction) (*Plan, erro
 	if c.fatal != nil {
 		return nil, c.fatal
 	}
+	plan.touched, plan.exists = c.order, map[string]bool{}
 	for _, path := range c.order {
 		im := c.images[path]
-		if im.exists == im.origExists && im.mode == im.origMode && bytes.Equal(im.data, im.origData) {
+		plan.exists[path] = im.exists
+		if im.exists == im.origExists && (!im.exists || im.mode&0o100 == im.origMode&0o100) && bytes.Equal(im.data, im.origData) {
 			continue
 		}
 		plan.Changes = append(plan.Changes, Change{
@@ -225,10 +232,74 @@ func computePatches(tf *treeFiles, patches []*Patch, dir Direction) (*Plan, erro
 			NewExists: im.exists, NewData: im.data, NewMode: im.mode,
 		})
 	}
+	if len(all) == 0 {
+		all = collisions(plan)
+	}
 	if len(all) > 0 {
 		return plan, &ConflictError{Direction: dir, Conflicts: all}
 	}
 	return plan, nil
+}
+
+// collisions finds what would make the write phase fail halfway, so that it is refused
+// before anything is written: a path that must be a file and a directory at once (`x`
+// and `x/y`), two paths that name one file on a case-insensitive filesystem (APFS and
+// HFS+ as macOS formats them), and names longer than filesystems allow. A path whose
+// directory is a file in the tree, or that is a directory in the tree, is refused when
+// the tree is read (UnsafePathError); paths in mpspatch's own state directory, where its
+// temporary files live, are refused by CheckPath.
+func collisions(plan *Plan) []*Conflict {
+	var out []*Conflict
+	add := func(path, format string, args ...any) {
+		out = append(out, &Conflict{Verb: plan.Direction.verb(), Patch: patchTouching(plan, path), File: path, Reason: fmt.Sprintf(format, args...)})
+	}
+	files := map[string]bool{}    // paths that exist after the write phase
+	folded := map[string]string{} // lowercase path -> path
+	created := map[string]bool{}
+	for _, ch := range plan.Changes {
+		if err := checkNameLengths(ch.Path); err != nil {
+			add(ch.Path, "%v", err)
+		}
+		created[ch.Path] = ch.NewExists && !ch.OldExists
+	}
+	// Unchanged files the plan read stay too; Changes lists only what differs.
+	for _, p := range plan.touched {
+		if plan.exists[p] {
+			files[p] = true
+		}
+	}
+	var paths []string
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if files[d] {
+				add(p, "the series needs %s to be a file and a directory at once", QuotePath(d))
+			}
+		}
+		k := strings.ToLower(p)
+		// Only a file the series creates can collide: a tree may hold both spellings already.
+		if other, ok := folded[k]; ok && (created[p] || created[other]) {
+			add(p, "%s and %s name the same file on a case-insensitive filesystem (macOS)", QuotePath(other), QuotePath(p))
+		}
+		folded[k] = p
+	}
+	return out
+}
+
+// patchTouching names the last patch that touches path, for a collision's report.
+func patchTouching(plan *Plan, p string) string {
+	name := ""
+	for _, r := range plan.Results {
+		for _, f := range r.Patch.Files {
+			if f.OldName == p || f.NewName == p {
+				name = r.Name
+			}
+		}
+	}
+	return name
 }
 
 type computer struct {
@@ -359,16 +430,26 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 	}
 	mode := fs.FileMode(0o644)
 	if src != nil {
-		mode = src.mode
+		mode = gitMode(src.mode)
 	}
 	if f.NewMode != 0 {
-		mode = f.NewMode.Perm()
+		mode = gitMode(f.NewMode)
 	}
 	if src != nil && src != dst && !f.IsCopy {
 		src.exists, src.data = false, nil // rename: the old path goes away
 	}
 	dst.exists, dst.data, dst.mode = true, out, mode
 	return hunks, nil
+}
+
+// gitMode is the mode git gives a regular file: 0755 when any execute bit is set, else
+// 0644. A patch's `new file mode 100777`, `100666`, setuid bits or `100000` never reach
+// the disk verbatim; the umask applies on top when the file is created.
+func gitMode(m fs.FileMode) fs.FileMode {
+	if m&0o111 != 0 {
+		return 0o755
+	}
+	return 0o644
 }
 
 // reverseFile returns the diff that undoes f.

@@ -24,6 +24,13 @@ const OrderFile = "series"
 // MaxPatchSize bounds one patch file; anything larger is refused before parsing.
 const MaxPatchSize = 16 << 20
 
+// MaxOrderSize bounds the series order file: a few thousand names fit in a fraction of it.
+const MaxOrderSize = 1 << 20
+
+// maxProblems bounds how many lint problems are listed: a file that is not a series at
+// all (a symbolic link to a system file, say) must not be echoed back line by line.
+const maxProblems = 50
+
 // Series is a loaded, linted patch series.
 type Series struct {
 	// Source names where the series came from, for messages ("patches", "(embedded)").
@@ -149,6 +156,51 @@ func (l *loader) problem(file string, line int, format string, args ...any) {
 	l.problems = append(l.problems, Problem{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
+// readBounded reads name from the series directory: a regular file of at most limit
+// bytes. A FIFO would block the read forever and a device (a link to /dev/zero) would
+// never end, so anything but a regular file is refused before it is opened.
+func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
+	fi, err := fs.Stat(l.fsys, l.join(name))
+	if err != nil {
+		return nil, errOrUnwrapped(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+	}
+	f, err := l.fsys.Open(l.join(name))
+	if err != nil {
+		return nil, errOrUnwrapped(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+	}
+	return buf.Bytes(), nil
+}
+
+func errOrUnwrapped(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
+
+// clip shortens a line quoted in a message.
+func clip(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
 func (l *loader) join(name string) string {
 	if l.dir == "" || l.dir == "." {
 		return name
@@ -157,9 +209,9 @@ func (l *loader) join(name string) string {
 }
 
 func (l *loader) load() {
-	order, err := fs.ReadFile(l.fsys, l.join(OrderFile))
+	order, err := l.readBounded(OrderFile, MaxOrderSize)
 	if err != nil {
-		l.problem(OrderFile, 0, "cannot read the order file: %v", errors.Unwrap(err))
+		l.problem(OrderFile, 0, "cannot read the order file: %v", err)
 		return
 	}
 	l.order = order
@@ -203,6 +255,10 @@ func (l *loader) parseOrder(order []byte) map[string]bool {
 	line := 0
 	for sc.Scan() {
 		line++
+		if len(l.problems) >= maxProblems {
+			l.problem(OrderFile, line, "too many problems; stopped reading (is this a series file?)")
+			break
+		}
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -210,12 +266,12 @@ func (l *loader) parseOrder(order []byte) map[string]bool {
 		l.mentioned[strings.Fields(text)[0]] = true
 		if strings.ContainsAny(text, " \t") {
 			// quilt allows options after the name (-p1); we do not, say so plainly.
-			l.problem(OrderFile, line, "want one patch file name per line, have %q", text)
+			l.problem(OrderFile, line, "want one patch file name per line, have %q", clip(text))
 			continue
 		}
 		m := nameRE.FindStringSubmatch(text)
 		if m == nil {
-			l.problem(OrderFile, line, "%q: want a name of the form NNNN-slug.patch (four digits, lowercase slug of letters, digits and dashes)", text)
+			l.problem(OrderFile, line, "%q: want a name of the form NNNN-slug.patch (four digits, lowercase slug of letters, digits and dashes)", clip(text))
 			continue
 		}
 		if listed[text] {
@@ -238,22 +294,12 @@ func (l *loader) parseOrder(order []byte) map[string]bool {
 }
 
 func (l *loader) loadPatch(p *Patch) {
-	f, err := l.fsys.Open(l.join(p.Name))
+	raw, err := l.readBounded(p.Name, MaxPatchSize)
 	if err != nil {
-		l.problem(OrderFile, p.SeriesLine, "%s is listed but cannot be read: %v", p.Name, errors.Unwrap(err))
+		l.problem(OrderFile, p.SeriesLine, "%s is listed but cannot be read: %v", p.Name, err)
 		return
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxPatchSize+1)); err != nil {
-		l.problem(p.Name, 0, "read: %v", err)
-		return
-	}
-	if buf.Len() > MaxPatchSize {
-		l.problem(p.Name, 0, "larger than %d MiB; refusing to parse", MaxPatchSize>>20)
-		return
-	}
-	p.Raw = buf.Bytes()
+	p.Raw = raw
 	for _, prob := range ParsePatch(p) {
 		l.problems = append(l.problems, prob)
 	}
@@ -374,11 +420,12 @@ func checkFile(f *gitdiff.File) []string {
 // MaxBinarySize bounds the decoded size of a binary patch.
 const MaxBinarySize = 1 << 20
 
+// displayName names f's path for a message, quoted as git quotes it.
 func displayName(f *gitdiff.File) string {
 	if f.NewName != "" {
-		return f.NewName
+		return QuotePath(f.NewName)
 	}
-	return f.OldName
+	return QuotePath(f.OldName)
 }
 
 // mailStarts returns the 1-based lines where a format-patch mail begins.

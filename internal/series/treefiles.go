@@ -99,9 +99,9 @@ func (t *treeFiles) read(p string) (treeFile, error) {
 	case err != nil:
 		return f, fmt.Errorf("%s: %w", p, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return f, unsafePathf("%s: is a symbolic link in the tree; refusing to patch through it", p)
+		return f, unsafePathf("%s: is a symbolic link in the tree; refusing to patch through it", QuotePath(p))
 	case !fi.Mode().IsRegular():
-		return f, unsafePathf("%s: not a regular file", p)
+		return f, unsafePathf("%s: not a regular file", QuotePath(p))
 	}
 	data, err := dir.ReadFile(base)
 	if err != nil {
@@ -127,13 +127,13 @@ func (t *treeFiles) checkDirs(p string) error {
 			return nil // nothing further exists to be a link
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return fmt.Errorf("%s: %w", QuotePath(p), err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return unsafePathf("%s: %s is a symbolic link in the tree; refusing to patch through it", p, prefix)
+			return unsafePathf("%s: %s is a symbolic link in the tree; refusing to patch through it", QuotePath(p), QuotePath(prefix))
 		}
 		if !fi.IsDir() {
-			return unsafePathf("%s: %s is not a directory", p, prefix)
+			return unsafePathf("%s: %s is not a directory", QuotePath(p), QuotePath(prefix))
 		}
 		t.dirOK[prefix] = true
 	}
