@@ -73,8 +73,8 @@ func plottable(x, y float64, logY bool) bool {
 
 // Chart geometry, in SVG user units (the page scales the whole chart).
 const (
-	chartW, chartH                 = 540.0, 340.0
-	plotL, plotT, plotR, plotB     = 60.0, 34.0, chartW - 142, chartH - 46 // the data area
+	chartW, chartH                 = 550.0, 340.0
+	plotL, plotT, plotR, plotB     = 60.0, 34.0, chartW - 160, chartH - 46 // the data area
 	legendX                        = plotR + 12
 	tickLen                        = 4.0
 	dashBatched, dashBaseline      = "2 3", "7 4"
@@ -182,7 +182,7 @@ func scalingChart(rows []ScalingRow, m metric) []byte {
 		c := colourHex(SeriesColors[models[model]%len(SeriesColors)])
 		fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/>`, legendX, y, legendX+22, y, c)
 		fmt.Fprintf(&b, `<circle cx="%g" cy="%g" r="2.5" fill="%s"/>`, legendX+11, y, c)
-		fmt.Fprintf(&b, `<text x="%g" y="%g" dominant-baseline="middle" font-size="11" fill="%s">%s</text>`, legendX+28, y, txtCol, html.EscapeString(clip(model, 18)))
+		fmt.Fprintf(&b, `<text x="%g" y="%g" dominant-baseline="middle" font-size="11" fill="%s">%s</text>`, legendX+28, y, txtCol, html.EscapeString(clip(model, 19)))
 		y += 17
 	}
 	y += 6

@@ -23,6 +23,7 @@ import (
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/pipeline"
 	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 // hostOS is the platform the run decides Mac-only stages by; tests override it.
@@ -164,14 +165,9 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 		url: cfg.Upstream.URL, commit: cfg.Upstream.Commit,
 		buildPython: cmp.Or(opts.python, cfg.Build.Python), verifyPython: cmp.Or(opts.python, cfg.Verify.Python)}
 	p := d.printer()
-	var key []byte
-	if cd, err := os.UserConfigDir(); err == nil {
-		key, err = pipeline.LoadKey(filepath.Join(cd, "mpspatch", "stamp.key"))
-		if err != nil {
-			p.Warnf("%v; stages will not be stamped and all run every time", err)
-		}
-	} else {
-		p.Warnf("no user config directory (%v): stages will not be stamped and all run every time", err)
+	key, err := statekey.Ensure()
+	if err != nil {
+		p.Warnf("%v; stages will not be stamped and all run every time", err)
 	}
 	state := filepath.Join(dir, ".mpspatch", "run")
 	sum, err := pipeline.Run(ctx, r.stages(), pipeline.Options{

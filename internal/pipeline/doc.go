@@ -9,8 +9,9 @@
 // A stamp is written only after its stage succeeded, atomically (temp file + rename), so a
 // stage interrupted by Ctrl-C or SIGKILL has no stamp and runs again next time, while the
 // stamps of finished stages stay valid. Stamps live inside the tree, where anything can
-// be planted, so each carries an HMAC keyed by a secret kept outside the tree: a stamp the
-// key does not authenticate is ignored (the stage runs again), never trusted.
+// be planted, so each carries an HMAC keyed by the user's state key (internal/statekey), kept
+// outside every tree: a stamp the key does not authenticate is ignored (the stage runs
+// again), never trusted.
 //
 // The package knows nothing of the stages themselves: internal/cli composes them from the
 // same code as the commands. It never prints; a Reporter receives progress.

@@ -227,19 +227,3 @@ func TestSkippedStagesAreReportedAndChainTheirReason(t *testing.T) {
 		t.Errorf("have %s, want %s", have, want)
 	}
 }
-
-func TestLoadKeyCreatesAPrivateKeyOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cfg", "mpspatch", "stamp.key")
-	k1, err := LoadKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 || len(k1) != 32 {
-		t.Fatalf("key file: %v %v len %d", fi.Mode(), err, len(k1))
-	}
-	k2, err := LoadKey(path)
-	if err != nil || string(k1) != string(k2) {
-		t.Fatalf("second load differs: %v", err)
-	}
-}

@@ -2,20 +2,15 @@ package pipeline
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 // stamp records one successful stage run.
@@ -29,6 +24,9 @@ type stamp struct {
 	Report   string            `json:"report,omitempty"`
 	MAC      string            `json:"mac,omitempty"`
 }
+
+// stampDomain separates the stamps' MACs from other uses of the state key.
+const stampDomain = "mpspatch run stamp v1"
 
 // maxStamp bounds how much of a stamp file is read: stamps are small, and a planted file
 // must not make the tool read without bound.
@@ -45,9 +43,7 @@ func (s *stampStore) path(stage string) string { return filepath.Join(s.dir, sta
 func (s *stampStore) mac(st stamp) string {
 	st.MAC = ""
 	data, _ := json.Marshal(st) // a struct of strings, a map and a time: cannot fail
-	m := hmac.New(sha256.New, s.key)
-	m.Write(data)
-	return hex.EncodeToString(m.Sum(nil))
+	return hex.EncodeToString(statekey.MAC(s.key, stampDomain, data))
 }
 
 // read returns the stage's stamp when it exists, is a regular file, parses and carries a
@@ -74,7 +70,7 @@ func (s *stampStore) read(stage string) (stamp, bool) {
 	if dec.Decode(&st) != nil || st.Stage != stage {
 		return stamp{}, false
 	}
-	if !hmac.Equal([]byte(st.MAC), []byte(s.mac(st))) {
+	if !statekey.Equal([]byte(st.MAC), []byte(s.mac(st))) {
 		return stamp{}, false
 	}
 	return st, true
@@ -97,28 +93,4 @@ func (s *stampStore) write(st stamp) error {
 
 func (s *stampStore) remove(stage string) {
 	_ = os.Remove(s.path(stage)) // absent is fine; a stamp that cannot be removed fails its MAC check later only if changed
-}
-
-// LoadKey returns the secret that authenticates stamps, from path, creating it (32
-// random bytes, mode 0600) when it does not exist. It lives outside any tree (the user's
-// config directory), so a stamp planted in a checkout cannot carry a valid MAC.
-func LoadKey(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err == nil && len(data) >= 32 {
-		return data, nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read stamp key %s: %w", path, err)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("make stamp key: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create stamp key directory: %w", err)
-	}
-	if err := atomicfile.WriteBytes(path, key, atomicfile.Options{Sync: true, Mode: 0o600}); err != nil {
-		return nil, fmt.Errorf("write stamp key %s: %w", path, err)
-	}
-	return key, nil
 }

@@ -13,6 +13,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 // StateDir is the directory, at the tree root, where mpspatch keeps its journal. Patches
@@ -22,6 +24,8 @@ const StateDir = ".mpspatch"
 const (
 	journalTmp  = StateDir + "/journal.tmp"  // being written; never trusted, never read
 	journalFile = StateDir + "/journal.json" // its appearance is the commit point
+	// journalDomain separates the journal's MACs from other uses of the state key.
+	journalDomain = "mpspatch journal v3"
 )
 
 // maxJournalSize bounds the journal mpspatch reads back: a planted journal must not make
@@ -78,7 +82,7 @@ func encodeJournal(j journal, key []byte) ([]byte, error) {
 		body = append(body, e.Old.Content...)
 		body = append(body, e.New.Content...)
 	}
-	mac := hex.EncodeToString(journalMAC(key, body))
+	mac := hex.EncodeToString(statekey.MAC(key, journalDomain, body))
 	out := make([]byte, 0, len(journalMagic)+len(mac)+1+len(body))
 	out = append(append(append(out, journalMagic...), mac...), '\n')
 	return append(out, body...), nil
@@ -96,8 +100,8 @@ func decodeJournal(data, key []byte) (journal, error) {
 		return j, fmt.Errorf("%w: not an mpspatch journal of version %d", errForeign, journalVersion)
 	}
 	mac, err := hex.DecodeString(string(macLine[len(journalMagic):]))
-	if err != nil || key == nil || !macEqual(mac, journalMAC(key, body)) {
-		return j, fmt.Errorf("%w: its MAC does not verify with this user's journal key", errForeign)
+	if err != nil || key == nil || !statekey.Equal(mac, statekey.MAC(key, journalDomain, body)) {
+		return j, fmt.Errorf("%w: its MAC does not verify with this user's state key", errForeign)
 	}
 	head, rest, ok := bytes.Cut(body, []byte{'\n'})
 	if !ok {
@@ -217,7 +221,7 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 	if Pending(root) {
 		return fmt.Errorf("an interrupted write awaits recovery (%s); run `mpspatch status`", journalFile)
 	}
-	key, err := ensureKey()
+	key, err := statekey.Ensure()
 	if err != nil {
 		return fmt.Errorf("%w (nothing was changed)", err)
 	}
@@ -348,15 +352,15 @@ func look(root *os.Root) (*Interruption, *journal, error) {
 	data, err := readJournal(root)
 	switch {
 	case err == nil:
-		key, _, kerr := loadKey()
-		if kerr != nil && !errors.Is(kerr, errNoKey) {
+		key, _, kerr := statekey.Load()
+		if kerr != nil && !errors.Is(kerr, statekey.ErrNoKey) {
 			return nil, nil, kerr
 		}
 		j, derr := decodeJournal(data, key)
 		switch {
 		case key == nil:
 			return &Interruption{Journal: journalFile, Committed: true, Foreign: true,
-				Reason: "this user has no journal key yet: a fresh HOME, another machine, or a journal that came with the checkout"}, nil, nil
+				Reason: "this user has no state key yet: a fresh HOME, another machine, or a journal that came with the checkout"}, nil, nil
 		case errors.Is(derr, errForeign):
 			return &Interruption{Journal: journalFile, Committed: true, Foreign: true, Reason: strings.TrimPrefix(derr.Error(), errForeign.Error()+": ")}, nil, nil
 		case derr != nil:

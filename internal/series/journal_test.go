@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 func TestApplyWithFsync(t *testing.T) {
@@ -45,7 +47,7 @@ func TestJournalRoundTripAndCorruption(t *testing.T) {
 	// resign re-MACs a tampered body, as mpspatch itself would have written it: the
 	// checks on the entries must hold even for a journal that authenticates.
 	resign := func(body string) []byte {
-		return []byte(journalMagic + hex.EncodeToString(journalMAC(key, []byte(body))) + "\n" + body)
+		return []byte(journalMagic + hex.EncodeToString(statekey.MAC(key, journalDomain, []byte(body))) + "\n" + body)
 	}
 	for name, bad := range map[string][]byte{
 		"truncated":       data[:len(data)-3],

@@ -1,4 +1,4 @@
-package series
+package statekey
 
 import (
 	"bytes"
@@ -14,14 +14,7 @@ import (
 	"strconv"
 )
 
-// The journal a tree holds is outside input like the rest of the tree: a checkout (or a
-// patch, before .mpspatch/ was refused) can carry one. mpspatch recognises its own
-// journals by an HMAC keyed by a secret that lives outside every tree, in the user's
-// configuration directory. A journal whose MAC does not verify — planted, copied from
-// another machine, or written while the key was elsewhere (a CI job with a fresh HOME) —
-// is foreign: it is reported and never replayed.
-
-const keyFile = "journal.key"
+const keyFile = "state.key"
 
 // keyDirs lists where the key may live, in order of preference: the user's config
 // directory, else the cache directory, else a private directory under the system's
@@ -39,11 +32,11 @@ func keyDirs() []string {
 	return out
 }
 
-// errNoKey says no key exists yet: no journal can be ours.
-var errNoKey = errors.New("no journal key exists for this user")
+// ErrNoKey says no key exists yet: nothing in a tree can be ours.
+var ErrNoKey = errors.New("no state key exists for this user")
 
-// loadKey returns the first key that exists, and where it is.
-func loadKey() ([]byte, string, error) {
+// Load returns the first key that exists, and where it is; ErrNoKey when there is none.
+func Load() ([]byte, string, error) {
 	for _, d := range keyDirs() {
 		p := filepath.Join(d, keyFile)
 		key, err := readKey(d, p)
@@ -52,7 +45,7 @@ func loadKey() ([]byte, string, error) {
 		}
 		return key, p, err
 	}
-	return nil, "", errNoKey
+	return nil, "", ErrNoKey
 }
 
 // readKey reads a key file, refusing one that others could have written or read.
@@ -65,33 +58,33 @@ func readKey(dir, p string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() != 32 {
-		return nil, fmt.Errorf("journal key %s: want a regular file of 32 bytes", p)
+		return nil, fmt.Errorf("state key %s: want a regular file of 32 bytes", p)
 	}
 	if err := checkPrivate(p, false); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("journal key: %w", err)
+		return nil, fmt.Errorf("state key: %w", err)
 	}
 	defer f.Close()
 	key, err := io.ReadAll(io.LimitReader(f, 33))
 	if err != nil {
-		return nil, fmt.Errorf("journal key %s: %w", p, err)
+		return nil, fmt.Errorf("state key %s: %w", p, err)
 	}
 	if len(key) != 32 {
-		return nil, fmt.Errorf("journal key %s: want 32 bytes, have %d", p, len(key))
+		return nil, fmt.Errorf("state key %s: want 32 bytes, have %d", p, len(key))
 	}
 	return key, nil
 }
 
-// ensureKey returns the user's key, creating it on first use.
-func ensureKey() ([]byte, error) {
-	key, _, err := loadKey()
+// Ensure returns the user's key, creating it on first use.
+func Ensure() ([]byte, error) {
+	key, _, err := Load()
 	if err == nil {
 		return key, nil
 	}
-	if !errors.Is(err, errNoKey) {
+	if !errors.Is(err, ErrNoKey) {
 		return nil, err
 	}
 	var errs []error
@@ -102,7 +95,7 @@ func ensureKey() ([]byte, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("cannot create a journal key (set HOME or XDG_CONFIG_HOME to a writable directory): %w", errors.Join(errs...))
+	return nil, fmt.Errorf("cannot create a state key (set HOME or XDG_CONFIG_HOME to a writable directory): %w", errors.Join(errs...))
 }
 
 func createKey(dir string) ([]byte, error) {
@@ -137,12 +130,15 @@ func createKey(dir string) ([]byte, error) {
 	return readKey(dir, p)
 }
 
-// journalMAC authenticates the journal's body.
-func journalMAC(key, body []byte) []byte {
+// MAC authenticates body for one use of the key: domain ("mpspatch journal v3", "mpspatch
+// run stamp v1") keeps a MAC made for one kind of state from verifying another.
+func MAC(key []byte, domain string, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("mpspatch journal v3\x00"))
+	m.Write([]byte(domain))
+	m.Write([]byte{0})
 	m.Write(body)
 	return m.Sum(nil)
 }
 
-func macEqual(a, b []byte) bool { return hmac.Equal(a, b) && !bytes.Equal(a, nil) }
+// Equal compares two MACs in constant time; an empty MAC never verifies.
+func Equal(a, b []byte) bool { return hmac.Equal(a, b) && !bytes.Equal(a, nil) }
