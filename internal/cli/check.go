@@ -160,7 +160,13 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 			rep.BaseDiffers = append(rep.BaseDiffers, f.Path)
 		}
 	}
-	plan, err := series.Compute(root, s, series.Forward)
+	// One pass: each patch's intents are judged on the in-memory tree right after it, so
+	// a patch that still applies but no longer does its job (after a rebase, say) is
+	// caught here, before anything is built.
+	var intents []intentReport
+	plan, err := series.ComputeEach(root, s, series.Forward, func(p *series.Patch, read func(string) ([]byte, error)) {
+		intents = append(intents, evaluatePatchIntents(p, read)...)
+	})
 	var ce *series.ConflictError
 	if err != nil && !errors.As(err, &ce) {
 		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
@@ -176,15 +182,7 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 	if len(rep.BaseDiffers) > 0 {
 		return ExitConflict, nil
 	}
-	// Each patch's intents must hold right after it: a patch that still applies but no
-	// longer does its job (after a rebase, say) is caught here, before anything is built.
-	for i, p := range s.Patches {
-		prefix, err := series.ComputePatches(root, s.Patches[:i+1], series.Forward)
-		if err != nil {
-			return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
-		}
-		rep.Intents = append(rep.Intents, evaluatePatchIntents(p, overlayReader(root, prefix))...)
-	}
+	rep.Intents = intents
 	return intentsCode(rep), nil
 }
 

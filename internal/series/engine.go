@@ -122,7 +122,7 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 		return res, &StateError{Verb: dir.verb(), Status: st, Hint: ignoreBaseHint}
 	}
 	// Files that match neither side: let Compute say exactly which hunk does not locate.
-	plan, err := computePatches(tf, s.Patches, dir)
+	plan, err := computePatches(tf, s.Patches, dir, nil)
 	res.Plan = plan
 	if err != nil {
 		return res, err

@@ -194,10 +194,22 @@ func Compute(root *os.Root, s *Series, dir Direction) (*Plan, error) {
 
 // ComputePatches is Compute for a list of patches (a prefix of a series, for example).
 func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, error) {
-	return computePatches(newTreeFiles(root), patches, dir)
+	return computePatches(newTreeFiles(root), patches, dir, nil)
 }
 
-func computePatches(tf *treeFiles, patches []*Patch, dir Direction) (*Plan, error) {
+// AfterPatch is called by ComputeEach after each patch that applied cleanly, with a reader
+// of the tree as the patches so far leave it (in memory; nothing is written). A file the
+// patches deleted reads as fs.ErrNotExist.
+type AfterPatch func(p *Patch, read func(path string) ([]byte, error))
+
+// ComputeEach is Compute with a look at the tree after every patch: one pass over the
+// series, where judging each patch's intents on its own prefix would otherwise recompute
+// every prefix (quadratic in the series' length).
+func ComputeEach(root *os.Root, s *Series, dir Direction, after AfterPatch) (*Plan, error) {
+	return computePatches(newTreeFiles(root), s.Patches, dir, after)
+}
+
+func computePatches(tf *treeFiles, patches []*Patch, dir Direction, after AfterPatch) (*Plan, error) {
 	c := &computer{tree: tf, images: map[string]*image{}, dir: dir}
 	plan := &Plan{Direction: dir}
 	order := make([]*Patch, len(patches))
@@ -216,6 +228,9 @@ func computePatches(tf *treeFiles, patches []*Patch, dir Direction) (*Plan, erro
 			all = append(all, r.Conflicts...)
 		}
 		plan.Results = append(plan.Results, r)
+		if after != nil && len(all) == 0 && c.fatal == nil {
+			after(p, c.readCurrent)
+		}
 	}
 	if c.fatal != nil {
 		return nil, c.fatal
@@ -311,6 +326,25 @@ type computer struct {
 }
 
 // load returns the image of path, reading it from the tree on first use.
+// readCurrent reads a file as the patches applied so far leave it. A file no patch
+// touched is read from the tree without becoming part of the plan.
+func (c *computer) readCurrent(p string) ([]byte, error) {
+	exists, data := false, []byte(nil)
+	if im, ok := c.images[p]; ok {
+		exists, data = im.exists, im.data
+	} else {
+		f, err := c.tree.read(p)
+		if err != nil {
+			return nil, err
+		}
+		exists, data = f.exists, f.data
+	}
+	if !exists {
+		return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist)
+	}
+	return data, nil
+}
+
 func (c *computer) load(path string) (*image, error) {
 	if im, ok := c.images[path]; ok {
 		return im, nil
