@@ -135,11 +135,17 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 	}
 	defer root.Close()
 	rep.Tree = tree
-	// Inspect (not Compute) first: a tree that already holds the series is reported as
-	// such rather than as a conflict. check writes nothing: an interrupted write is
-	// reported with the command that resolves it, never replayed.
-	st, err := series.Inspect(root, s)
-	if err != nil {
+	// Inspect first: a tree that already holds the series is reported as such rather than
+	// as a conflict, and check writes nothing: an interrupted write is reported with the
+	// command that resolves it, never replayed. Then one pass: each patch's intents are judged on the in-memory tree right after it, so
+	// a patch that still applies but no longer does its job (after a rebase, say) is
+	// caught here, before anything is built.
+	var intents []intentReport
+	st, plan, err := series.InspectAndCompute(root, s, func(p *series.Patch, read func(string) ([]byte, error)) {
+		intents = append(intents, evaluatePatchIntents(p, read)...)
+	})
+	var ce *series.ConflictError
+	if err != nil && !errors.As(err, &ce) {
 		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
 	}
 	if st.Interrupted.Blocking() {
@@ -159,17 +165,6 @@ func checkTree(s *series.Series, opts *checkOptions, rep *checkReport) (int, err
 		if f.Version >= 0 && !opts.ignoreBase {
 			rep.BaseDiffers = append(rep.BaseDiffers, f.Path)
 		}
-	}
-	// One pass: each patch's intents are judged on the in-memory tree right after it, so
-	// a patch that still applies but no longer does its job (after a rebase, say) is
-	// caught here, before anything is built.
-	var intents []intentReport
-	plan, err := series.ComputeEach(root, s, series.Forward, func(p *series.Patch, read func(string) ([]byte, error)) {
-		intents = append(intents, evaluatePatchIntents(p, read)...)
-	})
-	var ce *series.ConflictError
-	if err != nil && !errors.As(err, &ce) {
-		return 0, engineError(fmt.Errorf("check %s: %w", tree, err))
 	}
 	for i, r := range plan.Results {
 		rep.Patches[i].Outcome = r.Outcome()

@@ -174,6 +174,36 @@ func oidMatches(have, want string) bool {
 	return strings.HasPrefix(have, want)
 }
 
+// InspectAndCompute is Inspect followed, unless the tree already holds the series or holds
+// an interrupted write, by ComputeEach forward: under one shared lock, and reading each
+// touched file once for both (`check --tree`). The plan is nil when it was not computed.
+func InspectAndCompute(root *os.Root, s *Series, after AfterPatch) (*TreeStatus, *Plan, error) {
+	if len(s.Patches) == 0 {
+		return nil, nil, ErrEmptySeries
+	}
+	unlock, err := lockTree(root, false, LockWait)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	in, _, err := look(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	tf := newTreeFiles(root)
+	ts, err := inspect(tf, s, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	ts.Interrupted = in
+	if in.Blocking() || ts.Summary() == Applied {
+		return ts, nil, nil
+	}
+	plan, err := computePatches(tf, s.Patches, Forward, after)
+	return ts, plan, err
+}
+
+
 // Inspect classifies the tree at root against s: per path, which version of the file is
 // there; per patch, applied / not applied / partial / modified. It writes nothing: an
 // interrupted write phase is reported in TreeStatus.Interrupted (with the command that

@@ -197,17 +197,10 @@ func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, erro
 	return computePatches(newTreeFiles(root), patches, dir, nil)
 }
 
-// AfterPatch is called by ComputeEach after each patch that applied cleanly, with a reader
+// AfterPatch is called by InspectAndCompute after each patch that applied cleanly, with a reader
 // of the tree as the patches so far leave it (in memory; nothing is written). A file the
 // patches deleted reads as fs.ErrNotExist.
 type AfterPatch func(p *Patch, read func(path string) ([]byte, error))
-
-// ComputeEach is Compute with a look at the tree after every patch: one pass over the
-// series, where judging each patch's intents on its own prefix would otherwise recompute
-// every prefix (quadratic in the series' length).
-func ComputeEach(root *os.Root, s *Series, dir Direction, after AfterPatch) (*Plan, error) {
-	return computePatches(newTreeFiles(root), s.Patches, dir, after)
-}
 
 func computePatches(tf *treeFiles, patches []*Patch, dir Direction, after AfterPatch) (*Plan, error) {
 	c := &computer{tree: tf, images: map[string]*image{}, dir: dir}
