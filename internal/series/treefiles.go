@@ -15,6 +15,7 @@ import (
 // share it, and the directories on a path are checked for symbolic links once each.
 type treeFiles struct {
 	root  *os.Root
+	src   FileSource // set instead of root for trees that are not directories (ComputeFrom)
 	dirs  *dirRoots
 	dirOK map[string]bool
 	files map[string]treeFile
@@ -74,6 +75,9 @@ func newTreeFiles(root *os.Root) *treeFiles {
 func (t *treeFiles) read(p string) (treeFile, error) {
 	if f, ok := t.files[p]; ok {
 		return f, nil
+	}
+	if t.src != nil {
+		return t.readSource(p)
 	}
 	if err := CheckPath(p); err != nil {
 		return treeFile{}, &UnsafePathError{Msg: err.Error()}
