@@ -1,0 +1,319 @@
+package gitcli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// RemoteRef is one line of `git ls-remote`.
+type RemoteRef struct {
+	Name string // "refs/tags/v2.9.1", "refs/tags/v2.9.1^{}" for the peeled commit
+	SHA  string
+}
+
+// LsRemote lists the refs of url matching patterns (all refs when none), in one request.
+func (g *Git) LsRemote(ctx context.Context, url string, patterns ...string) ([]RemoteRef, error) {
+	args := append([]string{"ls-remote", "--", url}, patterns...)
+	out, err := g.exec(ctx, call{op: "ls-remote " + RedactURL(url), args: args})
+	if err != nil {
+		return nil, err
+	}
+	var refs []RemoteRef
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		sha, name, ok := strings.Cut(line, "\t")
+		if !ok || !fullSHARE.MatchString(sha) {
+			return nil, fmt.Errorf("git ls-remote %s: unexpected line %q", RedactURL(url), truncate(line, 80))
+		}
+		refs = append(refs, RemoteRef{Name: name, SHA: sha})
+	}
+	return refs, nil
+}
+
+// FetchOptions tune Fetch.
+type FetchOptions struct {
+	// Depth limits history (1: the commits alone); 0 fetches all of it.
+	Depth int
+	// Filter is a partial-clone filter ("blob:none"); empty fetches every object.
+	Filter string
+	// Progress receives git's progress lines.
+	Progress func(line string)
+}
+
+// Fetch fetches commits (full SHAs) from url into the repository at dir and points
+// refs/mpspatch/<sha> at each, so they stay reachable. No tags, no FETCH_HEAD.
+func (g *Git) Fetch(ctx context.Context, dir, url string, commits []string, opts FetchOptions) error {
+	args := []string{"fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no"}
+	if opts.Progress != nil {
+		args = append(args, "--progress")
+	}
+	if opts.Depth > 0 {
+		args = append(args, "--depth", strconv.Itoa(opts.Depth))
+	}
+	if opts.Filter != "" {
+		args = append(args, "--filter="+opts.Filter)
+	}
+	args = append(args, "--", url)
+	for _, c := range commits {
+		if !fullSHARE.MatchString(c) {
+			return fmt.Errorf("git fetch: want a full 40-hex commit SHA, have %q", c)
+		}
+		args = append(args, "+"+c+":refs/mpspatch/"+c)
+	}
+	c := call{op: "fetch from " + RedactURL(url), dir: dir, args: args}
+	var lf *lineFunc
+	if opts.Progress != nil {
+		lf = &lineFunc{fn: opts.Progress}
+		c.stderr = lf
+	}
+	_, err := g.exec(ctx, c)
+	if lf != nil {
+		lf.flush()
+	}
+	return err
+}
+
+// FetchObjects fetches the objects oids (blobs, typically) from url into the partial
+// repository at dir, in one request, the way git itself fetches missing objects of a
+// partial clone on demand.
+func (g *Git) FetchObjects(ctx context.Context, dir, url string, oids []string) error {
+	if len(oids) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, o := range oids {
+		if !fullSHARE.MatchString(o) {
+			return fmt.Errorf("git fetch: want a full 40-hex object ID, have %q", o)
+		}
+		in.WriteString(o + "\n")
+	}
+	args := []string{"-c", "fetch.negotiationAlgorithm=noop", "fetch", "--no-tags", "--no-write-fetch-head",
+		"--recurse-submodules=no", "--filter=blob:none", "--stdin", "--", url}
+	_, err := g.exec(ctx, call{op: fmt.Sprintf("fetch %d objects from %s", len(oids), RedactURL(url)), dir: dir, args: args, stdin: &in})
+	return err
+}
+
+// TreeEntry is one entry of `git ls-tree`.
+type TreeEntry struct {
+	Mode string // "100644", "100755", "120000" (symbolic link), "160000" (submodule), "040000"
+	Type string // "blob", "tree", "commit"
+	OID  string
+	Path string
+}
+
+// LsTree lists the entries of commit's tree at exactly paths (no globbing); a path the
+// tree does not hold is simply not listed.
+func (g *Git) LsTree(ctx context.Context, dir, commit string, paths []string) ([]TreeEntry, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	args := append([]string{"--literal-pathspecs", "ls-tree", "-z", "--full-tree", commit, "--"}, paths...)
+	out, err := g.exec(ctx, call{op: "ls-tree " + commit, dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	var entries []TreeEntry
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if !ok || len(f) != 3 {
+			return nil, fmt.Errorf("git ls-tree %s: unexpected record %q", commit, truncate(string(rec), 80))
+		}
+		entries = append(entries, TreeEntry{Mode: f[0], Type: f[1], OID: f[2], Path: string(path)})
+	}
+	return entries, nil
+}
+
+// MissingObjects returns those of oids the repository at dir lacks. It never fetches:
+// run it on a repository with no promisor remote configured (see RemovePromisor), or git
+// fetches each missing object on its own.
+func (g *Git) MissingObjects(ctx context.Context, dir string, oids []string) ([]string, error) {
+	if len(oids) == 0 {
+		return nil, nil
+	}
+	in := strings.Join(oids, "\n") + "\n"
+	out, err := g.exec(ctx, call{op: "cat-file --batch-check", dir: dir,
+		args: []string{"cat-file", "--batch-check=%(objectname)"}, stdin: strings.NewReader(in)})
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, ok := strings.CutSuffix(line, " missing"); ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
+// ReadBlobs reads the blobs oids from the repository at dir with one `git cat-file
+// --batch`. A missing object is an error.
+func (g *Git) ReadBlobs(ctx context.Context, dir string, oids []string) (map[string][]byte, error) {
+	blobs := map[string][]byte{}
+	if len(oids) == 0 {
+		return blobs, nil
+	}
+	in := strings.Join(oids, "\n") + "\n"
+	out, err := g.exec(ctx, call{op: "cat-file --batch", dir: dir, args: []string{"cat-file", "--batch"}, stdin: strings.NewReader(in)})
+	if err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(bytes.NewReader(out))
+	for range oids {
+		hdr, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("git cat-file --batch: short output: %w", err)
+		}
+		f := strings.Fields(hdr)
+		if len(f) == 2 && f[1] == "missing" {
+			return nil, fmt.Errorf("git cat-file --batch: object %s is missing", f[0])
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
+		}
+		data := make([]byte, size+1) // the content and its terminating newline
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, fmt.Errorf("git cat-file --batch: object %s: %w", f[0], err)
+		}
+		blobs[f[0]] = data[:size]
+	}
+	return blobs, nil
+}
+
+// InitBare creates a bare repository at dir (git init is safe to re-run).
+func (g *Git) InitBare(ctx context.Context, dir string) error {
+	_, err := g.exec(ctx, call{op: "init --bare " + dir, args: []string{"init", "-q", "--bare", dir}})
+	return err
+}
+
+// SetConfig sets key to value in the repository at dir.
+func (g *Git) SetConfig(ctx context.Context, dir, key, value string) error {
+	_, err := g.exec(ctx, call{op: "config " + key, dir: dir, args: []string{"config", key, value}})
+	return err
+}
+
+// RemovePromisor drops the promisor remotes a filtered fetch by URL registers in the
+// repository at dir, so that later reads report missing objects instead of fetching
+// them one by one (git before 2.45 has no GIT_NO_LAZY_FETCH).
+func (g *Git) RemovePromisor(ctx context.Context, dir string) error {
+	out, err := g.exec(ctx, call{op: "config --get-regexp promisor", dir: dir,
+		args: []string{"config", "--name-only", "--get-regexp", `^remote\..*\.promisor$`}})
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return nil // no such key
+	}
+	if err != nil {
+		return err
+	}
+	for _, key := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		section, ok := strings.CutSuffix(key, ".promisor")
+		if !ok {
+			continue
+		}
+		if _, err := g.exec(ctx, call{op: "config --remove-section", dir: dir, args: []string{"config", "--remove-section", section}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allowedScheme is what upstream URLs may use. http:// (plain text) and ext:: (runs a
+// command) are refused.
+var scpLikeRE = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+
+// CheckURL accepts https://, ssh://, git://, file:// URLs and scp-like ssh addresses
+// (git@github.com:pytorch/pytorch.git); anything else (http://, ext::, a bare path) is
+// refused with a message naming the URL, credentials redacted.
+func CheckURL(raw string) error {
+	if scpLikeRE.MatchString(raw) {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("upstream url %s: not a URL", RedactURL(raw))
+	}
+	switch u.Scheme {
+	case "https", "ssh", "git", "file":
+		if u.Scheme != "file" && u.Host == "" {
+			return fmt.Errorf("upstream url %s: no host", RedactURL(raw))
+		}
+		return nil
+	case "":
+		return fmt.Errorf("upstream url %s: want https://, ssh://, git:// or file:// (or user@host:path)", RedactURL(raw))
+	}
+	return fmt.Errorf("upstream url %s: scheme %s is not allowed; want https, ssh, git or file", RedactURL(raw), u.Scheme)
+}
+
+// RedactURL hides the credentials of a URL: "https://user:token@host/x" becomes
+// "https://***@host/x". Anything that does not parse as a URL with credentials is
+// returned as is.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		return raw
+	}
+	u.User = nil
+	s := u.String()
+	return strings.Replace(s, "://", "://***@", 1)
+}
+
+// WithCredentials returns a Git that talks to rawURL's host with rawURL's credentials,
+// and the URL without them. The credentials travel as an HTTP Authorization header set
+// through the environment (GIT_CONFIG_*), so they appear in no command line (ps), no
+// log, no error message and no .git/config. A URL without credentials, or not https,
+// returns g and the URL unchanged.
+func (g *Git) WithCredentials(rawURL string) (*Git, string) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil || u.Scheme != "https" {
+		return g, rawURL
+	}
+	user := u.User.Username()
+	pass, _ := u.User.Password()
+	u.User = nil
+	clean := u.String()
+	scope := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String() + "/"
+	header := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	ng := *g
+	base := g.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	ng.Env = withConfigEnv(base, "http."+scope+".extraHeader", header)
+	return &ng, clean
+}
+
+// withConfigEnv adds one GIT_CONFIG_KEY_n/VALUE_n pair after those env already holds.
+func withConfigEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+3)
+	n := 0
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			n, _ = strconv.Atoi(v)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out,
+		"GIT_CONFIG_COUNT="+strconv.Itoa(n+1),
+		fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, key),
+		fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, value))
+}
