@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/upstream"
 )
 
 type checkOptions struct {
 	treeOptions
 	ignoreBase bool
+	upstream   upstreamCheckOptions
 }
 
 func newCheckCmd(d *deps) *cobra.Command {
@@ -29,10 +31,21 @@ headers, paths are safe, and the Intent:/Test: trailers are well formed (see
 docs/series-format.md). Problems are listed as FILE:LINE: message (exit 1).
 
 With --tree, also compute — in memory, writing nothing — whether each patch would apply
-to that tree: exact, at an offset (with the hunks that moved), or conflict (exit 3).`,
+to that tree: exact, at an offset (with the hunks that moved), or conflict (exit 3).
+
+With --upstream REF (a tag, branch or full commit SHA of [upstream] url, or of --url;
+repeatable), answer the same question for each REF without a checkout: only the commit's
+trees and the files the series touches are fetched, into a cache under the user cache
+directory that later runs reuse (mpspatch cache clean empties it). The table has one row
+per patch and one column per REF: exact, offset N, 3-way needed (the context moved; a
+three-way merge against the pinned base takes it), conflict (hunk i/n), absorbed (the
+patch's result is already there) or missing file. Anything but exact or offset exits 3.
+--format markdown writes the table for an issue or pull-request comment.`,
 		Example: `  mpspatch check
   mpspatch check --patches ./patches
-  mpspatch check --tree ~/src/pytorch --json`,
+  mpspatch check --tree ~/src/pytorch --json
+  mpspatch check --upstream v2.10.0 --upstream main
+  mpspatch check --upstream v2.10.0 --format markdown >> comment.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCheck(cmd.Context(), d, opts, cmd.Flags().Changed("tree"))
@@ -41,6 +54,10 @@ to that tree: exact, at an offset (with the hunks that moved), or conflict (exit
 	addPatchesFlag(cmd, &opts.treeOptions)
 	cmd.Flags().StringVar(&opts.tree, "tree", "", "also check that the series applies to this tree")
 	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "as apply --ignore-base: accept touched files that differ from the recorded base")
+	cmd.Flags().StringArrayVar(&opts.upstream.refs, "upstream", nil, "also check the series against this upstream tag, branch or commit, without a checkout (repeatable)")
+	cmd.Flags().StringVar(&opts.upstream.url, "url", "", "upstream repository for --upstream (default: config [upstream] url)")
+	cmd.Flags().StringVar(&opts.upstream.format, "format", "text", "text or markdown (the --upstream table for an issue or PR comment)")
+	cmd.MarkFlagsMutuallyExclusive("tree", "upstream")
 	return cmd
 }
 
@@ -68,6 +85,8 @@ type checkReport struct {
 	BaseDiffers []string       `json:"base_differs,omitempty"`
 	Intents     []intentReport `json:"intents,omitempty"`
 	Problems    []string       `json:"problems,omitempty"`
+	// Upstream is the --upstream table.
+	Upstream *upstream.Report `json:"upstream,omitempty"`
 }
 
 func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) error {
@@ -75,6 +94,12 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 		return err
 	}
 	p := d.printer()
+	if f := opts.upstream.format; f != "text" && f != "markdown" {
+		return usageErrorf("--format %s: want text or markdown", f)
+	}
+	if len(opts.upstream.refs) == 0 && (opts.upstream.url != "" || opts.upstream.format != "text") {
+		return usageErrorf("--url and --format go with --upstream REF")
+	}
 	s, err := d.loadSeries(&opts.treeOptions)
 	var lint *series.LintError
 	if errors.As(err, &lint) {
@@ -117,7 +142,26 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 			code = c
 		}
 	}
-	if err := p.Result(rep, func(w io.Writer) { writeCheckText(w, p, &rep) }); err != nil {
+	if len(opts.upstream.refs) > 0 {
+		c, err := checkUpstream(ctx, d, s, opts, &rep)
+		if err != nil {
+			return err
+		}
+		if c != ExitOK {
+			code = c
+		}
+	}
+	if err := p.Result(rep, func(w io.Writer) {
+		switch {
+		case rep.Upstream != nil && opts.upstream.format == "markdown":
+			writeUpstreamMarkdown(w, rep.Upstream)
+		case rep.Upstream != nil:
+			writeCheckText(w, p, &rep)
+			writeUpstreamText(w, p, rep.Upstream)
+		default:
+			writeCheckText(w, p, &rep)
+		}
+	}); err != nil {
 		return err
 	}
 	if code != ExitOK {

@@ -92,6 +92,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newCloneCmd(d),
 		newBuildCmd(d),
 		newRunCmd(d),
+		newUpstreamCmd(d),
+		newCacheCmd(d),
 	)
 	return root
 }
