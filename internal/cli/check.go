@@ -57,7 +57,6 @@ patch's result is already there) or missing file. Anything but exact or offset e
 	cmd.Flags().StringArrayVar(&opts.upstream.refs, "upstream", nil, "also check the series against this upstream tag, branch or commit, without a checkout (repeatable)")
 	cmd.Flags().StringVar(&opts.upstream.url, "url", "", "upstream repository for --upstream (default: config [upstream] url)")
 	cmd.Flags().StringVar(&opts.upstream.format, "format", "text", "text or markdown (the --upstream table for an issue or PR comment)")
-	cmd.MarkFlagsMutuallyExclusive("tree", "upstream")
 	return cmd
 }
 
@@ -96,6 +95,9 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 	p := d.printer()
 	if f := opts.upstream.format; f != "text" && f != "markdown" {
 		return usageErrorf("--format %s: want text or markdown", f)
+	}
+	if withTree && len(opts.upstream.refs) > 0 {
+		return usageErrorf("--tree and --upstream: choose one (--tree checks a checkout, --upstream a remote)")
 	}
 	if len(opts.upstream.refs) == 0 && (opts.upstream.url != "" || opts.upstream.format != "text") {
 		return usageErrorf("--url and --format go with --upstream REF")
