@@ -18,9 +18,10 @@ import (
 )
 
 type cloneOptions struct {
-	dir  string
-	full bool
-	jobs int
+	dir    string
+	full   bool
+	filter string
+	jobs   int
 }
 
 func newCloneCmd(d *deps) *cobra.Command {
@@ -32,12 +33,27 @@ func newCloneCmd(d *deps) *cobra.Command {
 at the commit the tree pins. Only that commit is fetched (--depth 1, submodules too)
 unless --full asks for its whole history, which a rebase of the series needs.
 
-The directory must not exist or be empty (else exit 2). git must be installed (else
-exit 5). Progress goes to stderr; git's whole output to <log_dir>/clone-<timestamp>.log
-inside the new tree. The log directory and the build's provenance stamp are added to
-.git/info/exclude, so they never make the tree look modified.`,
+Before anything is fetched, [upstream] tag is looked up upstream (git ls-remote): if it
+no longer names [upstream] commit, the clone is refused naming both commits (exit 1).
+--full history is a partial clone (--filter=blob:none): commits and trees only, file
+contents fetched when a checkout or a three-way merge first needs them (--filter none
+fetches everything).
+
+The directory must not exist or be empty (else exit 2). Running clone again on a
+finished clone at the pinned commit does nothing and says so. A clone that was
+interrupted (killed, Ctrl-C, network lost) is recognised by the marker it leaves in
+.git and resumed by running the same command again. git must be installed (else exit 5).
+
+URLs may be https://, ssh://, git://, file:// or user@host:path. Credentials in an
+https URL (https://user:token@host/...) are handed to git in its environment, never on a
+command line, and never appear in output, logs or the clone's .git/config.
+
+Progress goes to stderr (a redrawn bar per phase on a terminal, plain lines otherwise);
+git's whole output to <log_dir>/clone-<timestamp>.log inside the new tree. The log
+directory and the build's provenance stamp are added to .git/info/exclude, so they never
+make the tree look modified.`,
 		Example: `  mpspatch clone --dir ~/src/pytorch
-  mpspatch clone --dir pytorch --full   # whole history, for rebasing the series`,
+  mpspatch clone --dir pytorch --full   # whole history (blobless), for rebasing the series`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runClone(cmd.Context(), d, opts)
@@ -46,12 +62,18 @@ inside the new tree. The log directory and the build's provenance stamp are adde
 	f := cmd.Flags()
 	f.StringVar(&opts.dir, "dir", "pytorch", "directory to clone into (must not exist, or be empty)")
 	f.BoolVar(&opts.full, "full", false, "fetch the commit's whole history, not only the commit")
+	f.StringVar(&opts.filter, "filter", "auto", "partial-clone filter: auto (blob:none with --full), none, or a git filter spec")
 	f.IntVarP(&opts.jobs, "jobs", "j", 8, "submodules fetched at once")
 	return cmd
 }
 
 // cloneReport is the result of `mpspatch clone`.
 type cloneReport struct {
+	// Noop is set when the directory already held the finished clone.
+	Noop bool `json:"noop,omitempty"`
+	// Resumed is set when an interrupted clone was carried on.
+	Resumed bool    `json:"resumed,omitempty"`
+	Filter  string  `json:"filter,omitempty"`
 	Dir     string  `json:"dir"`
 	URL     string  `json:"url"`
 	Commit  string  `json:"commit"`
@@ -74,14 +96,42 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	if err != nil {
 		return usageErrorf("--dir %s: %v", opts.dir, err)
 	}
-	if err := checkEmptyDir(dir); err != nil {
+	filter := opts.filter
+	switch filter {
+	case "auto":
+		filter = ""
+		if opts.full {
+			filter = "blob:none"
+		}
+	case "none":
+		filter = ""
+	}
+	up := cfg.Upstream
+	if err := gitcli.CheckURL(up.URL); err != nil {
 		return withCode(ExitUsage, err)
 	}
+	shown := gitcli.RedactURL(up.URL)
 
 	g := &gitcli.Git{}
 	v, err := g.Version(ctx)
 	if err != nil {
 		return gitError(err)
+	}
+	g, url := g.WithCredentials(up.URL)
+
+	resumed := gitcli.CloneInterrupted(dir)
+	if !resumed {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return cloneNoop(ctx, p, g, dir, up.Commit, cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Full: opts.full})
+		}
+		if err := checkEmptyDir(dir); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
+	if up.Tag != "" {
+		if err := verifyTag(ctx, g, url, shown, up.Tag, up.Commit); err != nil {
+			return err
+		}
 	}
 
 	logDir := cfg.Build.LogDir
@@ -104,32 +154,90 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	if opts.full {
 		what = "its whole history"
 	}
+	if filter != "" {
+		what += " (--filter=" + filter + ")"
+	}
+	if resumed {
+		p.Progressf("clone: %s holds a clone that did not finish (interrupted); resuming it", dir)
+	}
 	p.Progressf("clone: %s at %s (%s) into %s, %s (git %s; log %s)",
-		cfg.Upstream.URL, cfg.Upstream.Commit, cfg.Upstream.Tag, dir, what, v, g.LogPath)
+		shown, up.Commit, up.Tag, dir, what, v, g.LogPath)
 	bar := newProgressLine(p, d.io.ErrTTY)
-	err = g.Clone(ctx, cfg.Upstream.URL, dir, cfg.Upstream.Commit, gitcli.CloneOptions{
-		Full: opts.full, Jobs: opts.jobs, Exclude: exclude,
+	err = g.Clone(ctx, url, dir, up.Commit, gitcli.CloneOptions{
+		Full: opts.full, Filter: filter, Jobs: opts.jobs, Exclude: exclude,
 		Progress: func(step, line string) {
-			bar.update(cloneProgressKey(step, line), "clone: "+step+": "+line, false)
+			bar.update(cloneProgressKey(step, line), cloneProgressText(step, line, d.io.ErrTTY), false)
 		},
 	})
 	bar.finish()
 	if err != nil {
 		if ctx.Err() == nil {
-			err = fmt.Errorf("%w\nthe partial clone in %s must be removed before trying again", err, dir)
+			err = fmt.Errorf("%w\nthe unfinished clone in %s is kept: run the same command again to resume it (or remove the directory to start over)", err, dir)
 		}
 		return gitError(err)
 	}
-	rep := cloneReport{Dir: dir, URL: cfg.Upstream.URL, Commit: cfg.Upstream.Commit, Tag: cfg.Upstream.Tag,
-		Full: opts.full, Log: g.LogPath, Seconds: time.Since(started).Seconds()}
+	rep := cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Resumed: resumed,
+		Full: opts.full, Filter: filter, Log: g.LogPath, Seconds: time.Since(started).Seconds()}
 	return p.Result(rep, func(w io.Writer) {
-		ref := rep.Commit
-		if rep.Tag != "" {
-			ref = rep.Tag + " (" + rep.Commit + ")"
+		verb := "cloned"
+		if rep.Resumed {
+			verb = "cloned (resumed)"
 		}
-		fmt.Fprintf(w, "%s %s at %s into %s\n", p.Paint(green, "cloned"), rep.URL, ref, rep.Dir)
+		fmt.Fprintf(w, "%s %s at %s into %s\n", p.Paint(green, verb), rep.URL, refName(rep), rep.Dir)
 		fmt.Fprintf(w, "  log: %s\n", rep.Log)
 	})
+}
+
+func refName(rep cloneReport) string {
+	if rep.Tag != "" {
+		return rep.Tag + " (" + rep.Commit + ")"
+	}
+	return rep.Commit
+}
+
+// cloneNoop handles a directory that already holds a finished clone: at the pinned
+// commit it is a no-op that says so; at another commit it is refused.
+func cloneNoop(ctx context.Context, p *printer, g *gitcli.Git, dir, commit string, rep cloneReport) error {
+	head, err := g.HeadCommit(ctx, dir)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("clone into %s: it holds a git repository whose HEAD cannot be read: %w", dir, err))
+	}
+	if head != commit {
+		return withCode(ExitUsage, fmt.Errorf("clone into %s: it already holds a clone at %s, not the pinned %s; choose another --dir or remove it", dir, head, commit))
+	}
+	rep.Noop = true
+	return p.Result(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "%s is already a finished clone of %s at %s; nothing to do\n", dir, rep.URL, refName(rep))
+	})
+}
+
+// verifyTag refuses to clone when the configured tag no longer names the pinned commit
+// upstream (a re-tagged release), or is gone.
+func verifyTag(ctx context.Context, g *gitcli.Git, url, shown, tag, commit string) error {
+	refs, err := g.LsRemote(ctx, url, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
+	if err != nil {
+		return gitError(fmt.Errorf("clone: verify tag %s: %w", tag, err))
+	}
+	var direct, peeled string
+	for _, r := range refs {
+		switch r.Name {
+		case "refs/tags/" + tag:
+			direct = r.SHA
+		case "refs/tags/" + tag + "^{}":
+			peeled = r.SHA
+		}
+	}
+	have := peeled
+	if have == "" {
+		have = direct
+	}
+	switch {
+	case have == "":
+		return withCode(ExitCheckFailed, fmt.Errorf("clone: tag %s does not exist at %s; the config pins it at %s (fix [upstream] tag, or empty it to clone by commit alone)", tag, shown, commit))
+	case have != commit:
+		return withCode(ExitCheckFailed, fmt.Errorf("clone: tag %s at %s points at %s, but the config pins %s: upstream moved the tag; refusing to clone (check the release, then update [upstream] commit)", tag, shown, have, commit))
+	}
+	return nil
 }
 
 // gitError maps git failures: no git is an unsupported environment (exit 5); a failed
@@ -171,6 +279,29 @@ func checkEmptyDir(dir string) error {
 }
 
 var percentRE = regexp.MustCompile(`(\d{1,3})%`)
+
+// cloneProgressText is what a progress line shows. On a terminal a git line with a
+// percentage becomes a bar, redrawn in place: "clone: fetch: Receiving objects
+// [=========>          ] 45% (450/1000), 1.20 MiB | 3.00 MiB/s". Elsewhere it is git's
+// own line, prefixed, which reads well in a CI log.
+func cloneProgressText(step, line string, tty bool) string {
+	m := percentRE.FindStringSubmatchIndex(line)
+	if !tty || m == nil {
+		return "clone: " + step + ": " + line
+	}
+	n := 0
+	fmt.Sscan(line[m[2]:m[3]], &n)
+	n = min(n, 100)
+	const width = 20
+	fill := n * width / 100
+	bar := strings.Repeat("=", fill)
+	if fill < width {
+		bar += ">" + strings.Repeat(" ", width-fill-1)
+	}
+	phase := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line[:m[0]]), ":"))
+	rest := strings.TrimSpace(line[m[1]:])
+	return fmt.Sprintf("clone: %s: %s [%s] %3d%% %s", step, phase, bar, n, rest)
+}
 
 // cloneProgressKey changes when a plain log should get a new line: a new step, a new
 // kind of git message ("Receiving objects", "Resolving deltas", a submodule's "Cloning

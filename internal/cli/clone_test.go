@@ -52,6 +52,7 @@ func upstreamRepo(t *testing.T) (string, string) {
 	gitRun(t, work, "add", "-A")
 	gitRun(t, work, "commit", "-q", "-m", "pinned")
 	pinned := gitRun(t, work, "rev-parse", "HEAD")
+	gitRun(t, work, "tag", "-a", "-m", "the pinned release", "v-test")
 	os.WriteFile(filepath.Join(work, "setup.py"), []byte("# later\n"), 0o644)
 	gitRun(t, work, "commit", "-q", "-a", "-m", "later")
 	bare := filepath.Join(root, "upstream.git")
@@ -61,8 +62,23 @@ func upstreamRepo(t *testing.T) (string, string) {
 
 func writeConfig(t *testing.T, url, commit string) string {
 	t.Helper()
+	return writeConfigTag(t, url, "v-test", commit)
+}
+
+// cloned clones cfg's upstream into a new directory and returns it.
+func cloned(t *testing.T, cfg string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "pytorch")
+	if code, _, stderr := runMain(t, "--config", cfg, "--quiet", "clone", "--dir", dir); code != ExitOK {
+		t.Fatalf("clone: exit %d: %s", code, stderr)
+	}
+	return dir
+}
+
+func writeConfigTag(t *testing.T, url, tag, commit string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "mpspatch.toml")
-	cfg := "[upstream]\nurl = \"" + url + "\"\ntag = \"v-test\"\ncommit = \"" + commit + "\"\n"
+	cfg := "[upstream]\nurl = \"" + url + "\"\ntag = \"" + tag + "\"\ncommit = \"" + commit + "\"\n"
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +138,14 @@ func TestCloneCommand(t *testing.T) {
 		if shallow := gitRun(t, dir, "rev-parse", "--is-shallow-repository"); shallow != "false" {
 			t.Errorf("--full clone is shallow")
 		}
+		// A partial clone: later three-way merges fetch the blobs they need.
+		if f := gitRun(t, dir, "config", "remote.origin.partialclonefilter"); f != "blob:none" {
+			t.Errorf("--full clone filter %q, want blob:none", f)
+		}
+		if code, stdout, _ := runMain(t, "--config", cfg, "clone", "--dir", dir, "--full"); code != ExitOK ||
+			!strings.Contains(stdout, "is already a finished clone") {
+			t.Errorf("re-run on the finished clone: exit %d, stdout %q; want a no-op that says so", code, stdout)
+		}
 		if strings.Contains(stderr, "clone:") {
 			t.Errorf("--quiet printed progress:\n%s", stderr)
 		}
@@ -140,8 +164,14 @@ func TestCloneCommand(t *testing.T) {
 		{"non-empty dir", []string{"--config", cfg, "clone", "--dir", nonEmpty}, ExitUsage, "is not empty (holds keep.txt)"},
 		{"dir is a file", []string{"--config", cfg, "clone", "--dir", aFile}, ExitUsage, "is not a directory"},
 		{"bad jobs", []string{"--config", cfg, "clone", "--dir", filepath.Join(t.TempDir(), "x"), "--jobs", "0"}, ExitUsage, "--jobs 0"},
-		{"unknown commit", []string{"--config", writeConfig(t, url, strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
-			ExitCheckFailed, "must be removed before trying again"},
+		{"tag moved", []string{"--config", writeConfig(t, url, strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
+			ExitCheckFailed, "tag v-test at " + url + " points at " + pinned + ", but the config pins " + strings.Repeat("0123456789", 4)},
+		{"unknown commit", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
+			ExitCheckFailed, "run the same command again to resume it"},
+		{"http refused", []string{"--config", writeConfigTag(t, "http://example.com/pytorch.git", "", pinned), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
+			ExitUsage, "scheme http is not allowed"},
+		{"another clone there", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", cloned(t, cfg)},
+			ExitUsage, "already holds a clone at " + pinned},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,4 +189,26 @@ func TestCloneCommand(t *testing.T) {
 			t.Errorf("exit %d, want %d\nstderr: %s", code, ExitUnsupported, stderr)
 		}
 	})
+}
+
+func TestCloneProgressText(t *testing.T) {
+	tests := []struct {
+		step, line string
+		tty        bool
+		want       string
+	}{
+		{"fetch", "Receiving objects:  45% (450/1000), 1.20 MiB | 3.00 MiB/s", true,
+			"clone: fetch: Receiving objects [=========>          ]  45% (450/1000), 1.20 MiB | 3.00 MiB/s"},
+		{"fetch", "Resolving deltas: 100% (12/12), done.", true,
+			"clone: fetch: Resolving deltas [====================] 100% (12/12), done."},
+		{"submodules", "Cloning into '/x/third_party/sub'...", true,
+			"clone: submodules: Cloning into '/x/third_party/sub'..."},
+		{"fetch", "Receiving objects:  45% (450/1000), 1.20 MiB | 3.00 MiB/s", false,
+			"clone: fetch: Receiving objects:  45% (450/1000), 1.20 MiB | 3.00 MiB/s"},
+	}
+	for _, tt := range tests {
+		if have := cloneProgressText(tt.step, tt.line, tt.tty); have != tt.want {
+			t.Errorf("cloneProgressText(%q, %q, tty %v):\nhave %q\nwant %q", tt.step, tt.line, tt.tty, have, tt.want)
+		}
+	}
 }

@@ -72,6 +72,9 @@ var ErrExists = errors.New("target already holds a git repository")
 type CloneOptions struct {
 	// Full fetches the whole history of the commit instead of the commit alone.
 	Full bool
+	// Filter is a partial-clone filter ("blob:none": file contents fetched when first
+	// needed) for the fetch and the submodules.
+	Filter string
 	// Jobs is how many submodules are fetched at once; 0 leaves git's default.
 	Jobs int
 	// NoSubmodules skips `git submodule update`.
@@ -87,14 +90,29 @@ type CloneOptions struct {
 
 var fullSHARE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
+// CloneMarker is the file, inside the clone's .git directory, that Clone writes right
+// after git init and removes when everything is checked out: a clone that holds it was
+// interrupted.
+const CloneMarker = "mpspatch-clone-in-progress"
+
+// CloneInterrupted says whether dir holds a clone that Clone started and did not finish.
+func CloneInterrupted(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ".git", CloneMarker))
+	return err == nil
+}
+
 // Clone creates dir (or uses it when it exists without a .git) and checks out commit
 // from url there, detached: init, fetch of that single commit (--depth 1 unless Full),
 // checkout --detach, then the submodules recursively at the commits the tree pins.
+//
+// A dir holding a clone that Clone interrupted (CloneInterrupted) is resumed: the
+// objects already fetched are kept, the fetch, checkout and submodules run again.
 func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOptions) error {
 	if !fullSHARE.MatchString(commit) {
 		return fmt.Errorf("git clone: want a full 40-hex commit SHA, have %q", commit)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+	resume := CloneInterrupted(dir)
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && !resume {
 		return fmt.Errorf("git clone into %s: %w", dir, ErrExists)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -113,22 +131,36 @@ func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOpti
 		}}
 	}
 
-	report("init", "git init "+dir)
-	if _, err := g.exec(ctx, call{op: "clone: init", dir: dir, args: []string{"init", "-q"}}); err != nil {
-		return err
+	marker := filepath.Join(dir, ".git", CloneMarker)
+	if resume {
+		report("init", "resuming the interrupted clone in "+dir)
+		if _, err := g.exec(ctx, call{op: "clone: set remote", dir: dir, args: []string{"remote", "set-url", "origin", url}}); err != nil {
+			return err
+		}
+	} else {
+		report("init", "git init "+dir)
+		if _, err := g.exec(ctx, call{op: "clone: init", dir: dir, args: []string{"init", "-q"}}); err != nil {
+			return err
+		}
+		if err := os.WriteFile(marker, []byte(commit+"\n"), 0o644); err != nil {
+			return fmt.Errorf("git clone: %w", err)
+		}
+		if _, err := g.exec(ctx, call{op: "clone: add remote", dir: dir, args: []string{"remote", "add", "origin", url}}); err != nil {
+			return err
+		}
 	}
 	if len(opts.Exclude) > 0 {
 		if err := g.Exclude(ctx, dir, opts.Exclude...); err != nil {
 			return err
 		}
 	}
-	if _, err := g.exec(ctx, call{op: "clone: add remote", dir: dir, args: []string{"remote", "add", "origin", url}}); err != nil {
-		return err
-	}
 
 	fetch := []string{"fetch", "--progress", "--no-tags"}
 	if !opts.Full {
 		fetch = append(fetch, "--depth", "1")
+	}
+	if opts.Filter != "" {
+		fetch = append(fetch, "--filter="+opts.Filter)
 	}
 	fetch = append(fetch, "origin", commit)
 	report("fetch", "fetching "+commit+" from "+url)
@@ -141,21 +173,33 @@ func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOpti
 
 	report("checkout", "checking out "+commit)
 	p = progress("checkout")
-	_, err = g.exec(ctx, call{op: "clone: checkout " + commit, dir: dir,
-		args: []string{"-c", "advice.detachedHead=false", "checkout", "--progress", "--detach", commit}, stderr: p})
+	checkout := []string{"-c", "advice.detachedHead=false", "checkout", "--progress", "--detach"}
+	if resume {
+		checkout = append(checkout, "--force") // over what an interrupted checkout left
+	}
+	_, err = g.exec(ctx, call{op: "clone: checkout " + commit, dir: dir, args: append(checkout, commit), stderr: p})
 	p.flush()
 	if err != nil {
 		return err
 	}
-	if opts.NoSubmodules {
+	done := func() error {
+		if err := os.Remove(marker); err != nil {
+			return fmt.Errorf("git clone: %w", err)
+		}
 		return nil
 	}
+	if opts.NoSubmodules {
+		return done()
+	}
 	if _, err := os.Stat(filepath.Join(dir, ".gitmodules")); err != nil {
-		return nil
+		return done()
 	}
 	sub := []string{"submodule", "update", "--init", "--recursive", "--progress"}
 	if !opts.Full {
 		sub = append(sub, "--depth", "1")
+	}
+	if opts.Filter != "" {
+		sub = append(sub, "--filter="+opts.Filter)
 	}
 	if opts.Jobs > 0 {
 		sub = append(sub, "--jobs", strconv.Itoa(opts.Jobs))
@@ -164,7 +208,10 @@ func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOpti
 	p = progress("submodules")
 	_, err = g.exec(ctx, call{op: "clone: submodules", dir: dir, args: sub, stderr: p, stdout: p})
 	p.flush()
-	return err
+	if err != nil {
+		return err
+	}
+	return done()
 }
 
 // lineFunc is a writer that calls fn for every line, \r and \n both ending one.

@@ -26,8 +26,9 @@ type Options struct {
 	// Backend is the git-http-backend program; empty finds it with `git --exec-path`.
 	Backend string
 	// OnPack, when set, is called as each upload-pack request (a fetch, not ls-refs)
-	// arrives, before it is served; it may block to stall the response.
-	OnPack func(r Request)
+	// arrives, before it is served; it may block to stall the response (until
+	// hr.Context() is done: the client went away).
+	OnPack func(hr *http.Request, r Request)
 }
 
 // Request is one request the server answered.
@@ -161,7 +162,7 @@ func (s *Server) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		req.Command, req.Wants = parseUploadPack(body, r.Header.Get("Content-Encoding"))
 		if req.Command == "fetch" && s.opts.OnPack != nil {
-			s.opts.OnPack(req)
+			s.opts.OnPack(r, req)
 		}
 	}
 	cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
