@@ -1,0 +1,89 @@
+package gitcli
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestCheckURL(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantErr string
+	}{
+		{"https://github.com/pytorch/pytorch.git", ""},
+		{"ssh://git@github.com/pytorch/pytorch.git", ""},
+		{"git://example.com/pytorch.git", ""},
+		{"file:///srv/git/pytorch.git", ""},
+		{"git@github.com:pytorch/pytorch.git", ""},
+		{"http://github.com/pytorch/pytorch.git", "scheme http is not allowed"},
+		{"ext::sh -c touch% /tmp/pwned", "is not allowed"},
+		{"/srv/git/pytorch.git", "want https://"},
+		{"https:///nohost", "no host"},
+		{"http://user:hunter2@example.com/x.git", "http://***@example.com/x.git: scheme http"},
+	}
+	for _, tt := range tests {
+		err := CheckURL(tt.url)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("CheckURL(%q): %v, want ok", tt.url, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("CheckURL(%q): %v, want an error containing %q", tt.url, err, tt.wantErr)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ have, want string }{
+		{"https://user:tok@example.com/x.git", "https://***@example.com/x.git"},
+		{"https://tok@example.com/x.git", "https://***@example.com/x.git"},
+		{"https://example.com/x.git", "https://example.com/x.git"},
+		{"git@github.com:pytorch/pytorch.git", "git@github.com:pytorch/pytorch.git"},
+	}
+	for _, tt := range tests {
+		if have := RedactURL(tt.have); have != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.have, have, tt.want)
+		}
+	}
+}
+
+func TestWithCredentials(t *testing.T) {
+	base := &Git{Env: []string{"PATH=/bin", "GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=a", "GIT_CONFIG_VALUE_0=1", "GIT_CONFIG_KEY_1=b", "GIT_CONFIG_VALUE_1=2"}}
+	g, clean := base.WithCredentials("https://ci:p%40ss@example.com:8443/up.git")
+	if clean != "https://example.com:8443/up.git" {
+		t.Errorf("clean URL %q", clean)
+	}
+	env := strings.Join(g.Env, "\n")
+	for _, want := range []string{"GIT_CONFIG_COUNT=3", "GIT_CONFIG_KEY_2=http.https://example.com:8443/.extraHeader",
+		"GIT_CONFIG_VALUE_2=Authorization: Basic Y2k6cEBzcw==", "GIT_CONFIG_KEY_1=b"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %q:\n%s", want, env)
+		}
+	}
+	if strings.Count(env, "GIT_CONFIG_COUNT=") != 1 {
+		t.Errorf("GIT_CONFIG_COUNT set twice:\n%s", env)
+	}
+	if g2, u := base.WithCredentials("ssh://git@example.com/x.git"); g2 != base || u != "ssh://git@example.com/x.git" {
+		t.Errorf("ssh URL changed: %q", u)
+	}
+}
+
+// FuzzRedactURL: whatever the URL, its password never survives redaction.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("https://user:secret@example.com/x.git")
+	f.Add("ssh://a:b@h/p")
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || u.User == nil || u.Scheme == "" {
+			return
+		}
+		pass, ok := u.User.Password()
+		if !ok || len(pass) < 4 {
+			return
+		}
+		out := RedactURL(raw)
+		if strings.Contains(out, pass) && !strings.Contains(strings.Replace(raw, u.User.String()+"@", "", 1), pass) {
+			t.Fatalf("RedactURL(%q) = %q shows the password", raw, out)
+		}
+	})
+}
