@@ -122,13 +122,24 @@ func newFixture(t testing.TB) *fixture {
 		}
 		fx.filler = append(fx.filler, strings.TrimSpace(string(out)))
 	}
-	fx.series = makeSeries(t, base, touched, patched)
+	var paths []string
+	for _, f := range touched {
+		paths = append(paths, "aten/"+f)
+	}
+	fx.series = makeSeries(t, base, paths, func(p string) string { return join(patched(strings.TrimPrefix(p, "aten/"))) })
 	return fx
 }
 
-// makeSeries writes the base into a work repository, commits one patch per file (line 10
-// changed) and exports them with git format-patch into a series directory.
-func makeSeries(t testing.TB, base map[string]string, files []string, patched func(string) []string) *series.Series {
+// makeSeries writes the base's files at paths into a work repository, commits one patch
+// per path (its content replaced by patched(path)) and exports them with git
+// format-patch into a series directory.
+func makeSeries(t testing.TB, base map[string]string, paths []string, patched func(string) string) *series.Series {
+	t.Helper()
+	s, _ := makeSeriesDir(t, base, paths, patched)
+	return s
+}
+
+func makeSeriesDir(t testing.TB, base map[string]string, paths []string, patched func(string) string) (*series.Series, string) {
 	t.Helper()
 	work := t.TempDir()
 	pdir := t.TempDir()
@@ -136,26 +147,26 @@ func makeSeries(t testing.TB, base map[string]string, files []string, patched fu
 		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = work
-		cmd.Env = append(gitcli.DeterministicEnv(t.TempDir()), "GIT_CONFIG_GLOBAL="+os.DevNull)
+		cmd.Env = gitcli.DeterministicEnv(t.TempDir())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
 	gitT("init", "-q", "-b", "main")
-	for _, f := range files {
-		os.MkdirAll(filepath.Join(work, "aten"), 0o755)
-		os.WriteFile(filepath.Join(work, "aten", f), []byte(base["aten/"+f]), 0o644)
+	for _, p := range paths {
+		os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755)
+		os.WriteFile(filepath.Join(work, p), []byte(base[p]), 0o644)
 	}
 	gitT("add", "-A")
 	gitT("commit", "-q", "-m", "base")
 	var order []string
-	for i, f := range files {
-		os.WriteFile(filepath.Join(work, "aten", f), []byte(join(patched(f))), 0o644)
-		gitT("commit", "-q", "-a", "-m", "patch "+strings.TrimSuffix(f, ".cpp"))
-		name := fmt.Sprintf("%04d-patch-%s.patch", i+1, strings.TrimSuffix(f, ".cpp"))
-		order = append(order, name)
+	for i, p := range paths {
+		os.WriteFile(filepath.Join(work, p), []byte(patched(p)), 0o644)
+		slug := strings.ToLower(strings.NewReplacer(".", "-", "_", "-").Replace(filepath.Base(p)))
+		gitT("commit", "-q", "-a", "-m", "patch "+slug)
+		order = append(order, fmt.Sprintf("%04d-patch-%s.patch", i+1, slug))
 	}
-	gitT("format-patch", "-q", "--full-index", "--zero-commit", "--no-signature", "-o", pdir, "main~"+fmt.Sprint(len(files)))
+	gitT("format-patch", "-q", "--full-index", "--zero-commit", "--no-signature", "-o", pdir, "main~"+fmt.Sprint(len(paths)))
 	if err := os.WriteFile(filepath.Join(pdir, "series"), []byte(strings.Join(order, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +174,5 @@ func makeSeries(t testing.TB, base map[string]string, files []string, patched fu
 	if err != nil {
 		t.Fatalf("load the generated series: %v", err)
 	}
-	return s
+	return s, pdir
 }
