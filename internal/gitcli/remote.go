@@ -139,64 +139,58 @@ func (g *Git) LsTree(ctx context.Context, dir, commit string, paths []string) ([
 	return entries, nil
 }
 
-// MissingObjects returns those of oids the repository at dir lacks. It never fetches:
-// run it on a repository with no promisor remote configured (see RemovePromisor), or git
-// fetches each missing object on its own.
-func (g *Git) MissingObjects(ctx context.Context, dir string, oids []string) ([]string, error) {
-	if len(oids) == 0 {
-		return nil, nil
-	}
-	in := strings.Join(oids, "\n") + "\n"
-	out, err := g.exec(ctx, call{op: "cat-file --batch-check", dir: dir,
-		args: []string{"cat-file", "--batch-check=%(objectname)"}, stdin: strings.NewReader(in)})
-	if err != nil {
-		return nil, err
-	}
-	var missing []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if name, ok := strings.CutSuffix(line, " missing"); ok {
-			missing = append(missing, name)
-		}
-	}
-	return missing, nil
-}
-
 // ReadBlobs reads the blobs oids from the repository at dir with one `git cat-file
 // --batch`. A missing object is an error.
 func (g *Git) ReadBlobs(ctx context.Context, dir string, oids []string) (map[string][]byte, error) {
-	blobs := map[string][]byte{}
+	blobs, missing, err := g.ReadObjects(ctx, dir, oids)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("git cat-file --batch: object %s is missing", missing[0])
+	}
+	return blobs, nil
+}
+
+// ReadObjects reads the objects oids from the repository at dir with one `git cat-file
+// --batch` and lists those it lacks. It fetches nothing only when the repository has
+// no promisor remote (DropPromisor); otherwise git fetches each missing object alone.
+func (g *Git) ReadObjects(ctx context.Context, dir string, oids []string) (map[string][]byte, []string, error) {
+	objs := map[string][]byte{}
 	if len(oids) == 0 {
-		return blobs, nil
+		return objs, nil, nil
 	}
 	in := strings.Join(oids, "\n") + "\n"
 	out, err := g.exec(ctx, call{op: "cat-file --batch", dir: dir, args: []string{"cat-file", "--batch"}, stdin: strings.NewReader(in)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var missing []string
 	r := bufio.NewReader(bytes.NewReader(out))
 	for range oids {
 		hdr, err := r.ReadString('\n')
 		if err != nil {
-			return nil, fmt.Errorf("git cat-file --batch: short output: %w", err)
+			return nil, nil, fmt.Errorf("git cat-file --batch: short output: %w", err)
 		}
 		f := strings.Fields(hdr)
 		if len(f) == 2 && f[1] == "missing" {
-			return nil, fmt.Errorf("git cat-file --batch: object %s is missing", f[0])
+			missing = append(missing, f[0])
+			continue
 		}
 		if len(f) != 3 {
-			return nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
+			return nil, nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
 		}
 		size, err := strconv.Atoi(f[2])
 		if err != nil {
-			return nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
+			return nil, nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
 		}
 		data := make([]byte, size+1) // the content and its terminating newline
 		if _, err := io.ReadFull(r, data); err != nil {
-			return nil, fmt.Errorf("git cat-file --batch: object %s: %w", f[0], err)
+			return nil, nil, fmt.Errorf("git cat-file --batch: object %s: %w", f[0], err)
 		}
-		blobs[f[0]] = data[:size]
+		objs[f[0]] = data[:size]
 	}
-	return blobs, nil
+	return objs, missing, nil
 }
 
 // InitBare creates a bare repository at dir (git init is safe to re-run).
@@ -211,29 +205,17 @@ func (g *Git) SetConfig(ctx context.Context, dir, key, value string) error {
 	return err
 }
 
-// RemovePromisor drops the promisor remotes a filtered fetch by URL registers in the
-// repository at dir, so that later reads report missing objects instead of fetching
-// them one by one (git before 2.45 has no GIT_NO_LAZY_FETCH).
-func (g *Git) RemovePromisor(ctx context.Context, dir string) error {
-	out, err := g.exec(ctx, call{op: "config --get-regexp promisor", dir: dir,
-		args: []string{"config", "--name-only", "--get-regexp", `^remote\..*\.promisor$`}})
+// DropPromisor removes the promisor remote that a filtered fetch from url (by URL, not
+// by remote name) registers in the repository at dir, so that later reads report missing
+// objects instead of fetching them one request each (git before 2.45 has no
+// GIT_NO_LAZY_FETCH). A repository without it is left as it is.
+func (g *Git) DropPromisor(ctx context.Context, dir, url string) error {
+	_, err := g.exec(ctx, call{op: "config --remove-section", dir: dir, args: []string{"config", "--remove-section", "remote." + url}})
 	var ge *Error
-	if errors.As(err, &ge) && ge.ExitCode == 1 {
-		return nil // no such key
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "no such section") {
+		return nil
 	}
-	if err != nil {
-		return err
-	}
-	for _, key := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		section, ok := strings.CutSuffix(key, ".promisor")
-		if !ok {
-			continue
-		}
-		if _, err := g.exec(ctx, call{op: "config --remove-section", dir: dir, args: []string{"config", "--remove-section", section}}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // allowedScheme is what upstream URLs may use. http:// (plain text) and ext:: (runs a

@@ -29,6 +29,9 @@ type Commit struct {
 // loose objects, so a 20,000-file repository takes seconds.
 func BuildRepo(dir string, commits []Commit) ([]string, error) {
 	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("build repo %s: %w", dir, err)
+	}
 	git := func(stdin *bytes.Buffer, args ...string) (string, error) {
 		cmd := exec.Command("git", append([]string{"--git-dir", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)

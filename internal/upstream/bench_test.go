@@ -32,6 +32,7 @@ type benchRepo struct {
 }
 
 var (
+	benchRoot string
 	benchOnce sync.Once
 	benchR    *benchRepo
 	benchErr  error
@@ -67,6 +68,18 @@ func sourceText(rng *rand.Rand, n int) string {
 	return b.String()
 }
 
+// TestMain removes what the benchmarks generated (shared by all their rounds).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchR != nil {
+		benchR.srv.Close()
+	}
+	if benchRoot != "" {
+		os.RemoveAll(benchRoot)
+	}
+	os.Exit(code)
+}
+
 func setupBench(b *testing.B) *benchRepo {
 	benchOnce.Do(func() { benchR, benchErr = buildBench(b) })
 	if benchErr != nil {
@@ -77,11 +90,14 @@ func setupBench(b *testing.B) *benchRepo {
 
 func buildBench(b *testing.B) (*benchRepo, error) {
 	start := time.Now()
-	// One directory for the whole run (benchmarks re-enter setup once per b.N round).
-	root, err := os.MkdirTemp("", "mpspatch-upstream-bench-")
+	// One directory for the whole run (benchmarks re-enter setup once per b.N round),
+	// removed by TestMain. MPSPATCH_BENCH_DIR puts it on another filesystem: a tmpfs
+	// such as /dev/shm takes a slow or busy disk out of both sides of the comparison.
+	root, err := os.MkdirTemp(os.Getenv("MPSPATCH_BENCH_DIR"), "mpspatch-upstream-bench-")
 	if err != nil {
 		return nil, err
 	}
+	benchRoot = root
 	rng := rand.New(rand.NewSource(1))
 	base := map[string]string{}
 	var total int64
@@ -149,6 +165,16 @@ func buildBench(b *testing.B) (*benchRepo, error) {
 	return r, nil
 }
 
+// tempDir is a fresh directory on the benchmark's filesystem.
+func (r *benchRepo) tempDir(b *testing.B) string {
+	d, err := os.MkdirTemp(benchRoot, "work-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
 func (r *benchRepo) config() string { return filepath.Join(filepath.Dir(r.patches), "mpspatch.toml") }
 
 // run runs a command to completion and returns its wall time (process start included).
@@ -192,9 +218,10 @@ func median(d []time.Duration) time.Duration {
 // tag (v2.10.0) adds to a cache holding v2.9.1.
 //
 //	go test -run='^$' -bench=CheckUpstream -benchtime=5x ./internal/upstream
+//	MPSPATCH_BENCH_DIR=/dev/shm go test -run='^$' -bench=CheckUpstream -benchtime=5x ./internal/upstream
 func BenchmarkCheckUpstream(b *testing.B) {
 	r := setupBench(b)
-	work := b.TempDir()
+	work := r.tempDir(b)
 	cfg := r.config()
 	warmCache := filepath.Join(work, "warm-cache")
 	r.run(b, work, []string{"XDG_CACHE_HOME=" + warmCache}, r.bin, "--config", cfg, "check", "--upstream", "v2.9.1")
@@ -252,7 +279,7 @@ func BenchmarkCheckUpstream(b *testing.B) {
 //	go test -run='^$' -bench=Clone -benchtime=5x ./internal/upstream
 func BenchmarkClone(b *testing.B) {
 	r := setupBench(b)
-	work := b.TempDir()
+	work := r.tempDir(b)
 	cfg := r.config()
 	for _, mode := range []struct {
 		name     string
@@ -266,7 +293,7 @@ func BenchmarkClone(b *testing.B) {
 			var mp, gt []time.Duration
 			for i := 0; i < b.N; i++ {
 				dir := filepath.Join(work, fmt.Sprintf("%s-git-%d", mode.name, i))
-				args := append([]string{"git", "clone", "-q", "--no-tags", "--branch", "v2.9.1"}, mode.gitFlags...)
+				args := append([]string{"git", "clone", "-q", "--single-branch", "--branch", "v2.9.1"}, mode.gitFlags...)
 				gt = append(gt, r.run(b, work, nil, append(args, r.url, dir)...))
 				os.RemoveAll(dir)
 

@@ -201,9 +201,13 @@ func isFullSHA(s string) bool {
 
 // EnsureCommits fetches those commits the cache lacks, all in one shallow, blobless fetch.
 func (r *Repo) EnsureCommits(ctx context.Context, commits []string, progress func(string)) error {
-	missing, err := r.git.MissingObjects(ctx, r.Dir, uniq(commits))
-	if err != nil {
-		return fmt.Errorf("upstream cache %s: %w", r.Dir, err)
+	// A commit is in the cache when its ref is: the fetch writes the ref after the
+	// objects, and the cache never packs refs (gc is off). No git process needed.
+	var missing []string
+	for _, c := range uniq(commits) {
+		if _, err := os.Stat(filepath.Join(r.Dir, "refs", "mpspatch", c)); err != nil {
+			missing = append(missing, c)
+		}
 	}
 	if len(missing) == 0 {
 		return nil
@@ -211,8 +215,8 @@ func (r *Repo) EnsureCommits(ctx context.Context, commits []string, progress fun
 	if progress != nil {
 		progress(fmt.Sprintf("fetching %d commit(s) from %s (trees only)", len(missing), r.URL))
 	}
-	err = r.git.Fetch(ctx, r.Dir, r.fetchURL, missing, gitcli.FetchOptions{Depth: 1, Filter: "blob:none"})
-	if perr := r.git.RemovePromisor(ctx, r.Dir); err == nil && perr != nil {
+	err := r.git.Fetch(ctx, r.Dir, r.fetchURL, missing, gitcli.FetchOptions{Depth: 1, Filter: "blob:none"})
+	if perr := r.git.DropPromisor(ctx, r.Dir, r.fetchURL); err == nil && perr != nil {
 		err = perr
 	}
 	if err != nil {
@@ -275,26 +279,29 @@ func (r *Repo) Snapshots(ctx context.Context, commits, paths []string, progress 
 		}
 	}
 	oids = uniq(oids)
-	missing, err := r.git.MissingObjects(ctx, r.Dir, oids)
+	blobs, missing, err := r.git.ReadObjects(ctx, r.Dir, oids)
 	if err != nil {
-		return nil, fmt.Errorf("upstream cache %s: %w", r.Dir, err)
+		return nil, fmt.Errorf("read the series' files: %w", err)
 	}
 	if len(missing) > 0 {
 		if progress != nil {
 			progress(fmt.Sprintf("fetching %s the series touches from %s", plural(len(missing), "file version"), r.URL))
 		}
 		err := r.git.FetchObjects(ctx, r.Dir, r.fetchURL, missing)
-		if perr := r.git.RemovePromisor(ctx, r.Dir); err == nil && perr != nil {
+		if perr := r.git.DropPromisor(ctx, r.Dir, r.fetchURL); err == nil && perr != nil {
 			err = perr
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fetch the series' files from %s: %w", r.URL, err)
 		}
 		r.stats.BlobsFetched += len(missing)
-	}
-	blobs, err := r.git.ReadBlobs(ctx, r.Dir, oids)
-	if err != nil {
-		return nil, fmt.Errorf("read the series' files: %w", err)
+		fetched, err := r.git.ReadBlobs(ctx, r.Dir, missing)
+		if err != nil {
+			return nil, fmt.Errorf("read the series' files: %w", err)
+		}
+		for k, v := range fetched {
+			blobs[k] = v
+		}
 	}
 	r.stats.BlobsRead += len(oids)
 	for i := range commits {
