@@ -153,12 +153,21 @@ func (s *Server) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+	if r.Method == http.MethodPost {
+		// net/http/cgi refuses chunked bodies, and git sends large requests (a partial
+		// clone's checkout wants thousands of blobs) chunked: give the CGI a length.
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.TransferEncoding = nil
+		r.Header.Set("Content-Length", fmt.Sprint(len(body)))
+	}
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		req.Command, req.Wants = parseUploadPack(body, r.Header.Get("Content-Encoding"))
 		if req.Command == "fetch" && s.opts.OnPack != nil {

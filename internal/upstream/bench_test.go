@@ -226,7 +226,7 @@ func BenchmarkCheckUpstream(b *testing.B) {
 	warmCache := filepath.Join(work, "warm-cache")
 	r.run(b, work, []string{"XDG_CACHE_HOME=" + warmCache}, r.bin, "--config", cfg, "check", "--upstream", "v2.9.1")
 
-	var cold, warm, ref []time.Duration
+	var cold, warm, ref, lsRemote []time.Duration
 	var coldBytes, refBytes int64
 	for i := 0; i < b.N; i++ {
 		clone := filepath.Join(work, fmt.Sprintf("clone-%d", i))
@@ -244,6 +244,8 @@ func BenchmarkCheckUpstream(b *testing.B) {
 		os.RemoveAll(coldCache)
 
 		warm = append(warm, r.run(b, work, []string{"XDG_CACHE_HOME=" + warmCache}, r.bin, "--config", cfg, "check", "--upstream", "v2.9.1"))
+		// The floor of a warm run: the one ls-remote that says what v2.9.1 names today.
+		lsRemote = append(lsRemote, r.run(b, work, nil, "git", "ls-remote", r.url, "refs/tags/v2.9.1", "refs/tags/v2.9.1^{}"))
 	}
 	b.StopTimer()
 	// What a second tag costs once the first is cached (exit 3 is expected: v2.10.0
@@ -261,6 +263,7 @@ func BenchmarkCheckUpstream(b *testing.B) {
 	b.ReportMetric(float64(mr.Milliseconds()), "clone+check-ms")
 	b.ReportMetric(float64(mc.Milliseconds()), "cold-ms")
 	b.ReportMetric(float64(mw.Milliseconds()), "warm-ms")
+	b.ReportMetric(float64(median(lsRemote).Milliseconds()), "ls-remote-ms")
 	b.ReportMetric(float64(mr)/float64(mc), "cold-speedup")
 	b.ReportMetric(float64(mr)/float64(mw), "warm-speedup")
 	b.ReportMetric(float64(refBytes)/1e6, "clone-MB")
