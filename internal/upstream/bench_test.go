@@ -148,9 +148,13 @@ func buildBench(b *testing.B) (*benchRepo, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(root, "mpspatch")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build mpspatch: %v: %s", err, out)
+	// MPSPATCH_BIN names a prebuilt binary (for a machine with no Go toolchain).
+	bin := os.Getenv("MPSPATCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, "mpspatch")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build mpspatch: %v: %s", err, out)
+		}
 	}
 	home := filepath.Join(root, "home")
 	os.MkdirAll(home, 0o755)
@@ -241,6 +245,12 @@ func BenchmarkCheckUpstream(b *testing.B) {
 		r.srv.Reset()
 		cold = append(cold, r.run(b, work, []string{"XDG_CACHE_HOME=" + coldCache}, r.bin, "--config", cfg, "check", "--upstream", "v2.9.1"))
 		coldBytes = r.served()
+		if i == 0 {
+			// What each request of a cold run cost (docs/upstream.md quotes it).
+			for _, q := range r.srv.Requests() {
+				b.Logf("cold request: %s %s %s wants=%d bytes=%d", q.Method, q.Path, q.Command, len(q.Wants), q.Bytes)
+			}
+		}
 		os.RemoveAll(coldCache)
 
 		warm = append(warm, r.run(b, work, []string{"XDG_CACHE_HOME=" + warmCache}, r.bin, "--config", cfg, "check", "--upstream", "v2.9.1"))
