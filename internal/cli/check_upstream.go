@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/upstream"
 )
@@ -42,6 +44,9 @@ func checkUpstream(ctx context.Context, d *deps, s *series.Series, opts *checkOp
 		return 0, upstreamError(err)
 	}
 	rep.Upstream = res
+	for _, w := range res.Warnings {
+		p.Warnf("%s", w)
+	}
 	if !res.AllApply() {
 		return ExitConflict, nil
 	}
@@ -51,7 +56,8 @@ func checkUpstream(ctx context.Context, d *deps, s *series.Series, opts *checkOp
 // upstreamError maps the cache's failures: a bad URL is a usage error, no git an
 // unsupported environment.
 func upstreamError(err error) error {
-	if strings.HasPrefix(err.Error(), "upstream url ") {
+	var ue *gitcli.URLError
+	if errors.As(err, &ue) {
 		return withCode(ExitUsage, err)
 	}
 	return gitError(err)

@@ -218,31 +218,41 @@ func (g *Git) DropPromisor(ctx context.Context, dir, url string) error {
 	return err
 }
 
-// allowedScheme is what upstream URLs may use. http:// (plain text) and ext:: (runs a
-// command) are refused.
+// URLError is an upstream URL mpspatch refuses (a scheme other than https, ssh, git or
+// file; no host). Its message shows the URL with credentials redacted.
+type URLError struct{ Msg string }
+
+func (e *URLError) Error() string { return e.Msg }
+
+func urlErrorf(format string, args ...any) error {
+	return &URLError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// scpLikeRE matches ssh's scp-like addresses (git@github.com:pytorch/pytorch.git).
 var scpLikeRE = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
 
 // CheckURL accepts https://, ssh://, git://, file:// URLs and scp-like ssh addresses
 // (git@github.com:pytorch/pytorch.git); anything else (http://, ext::, a bare path) is
-// refused with a message naming the URL, credentials redacted.
+// refused with a *URLError naming the URL, credentials redacted. http:// (plain text) and
+// ext:: (runs a command) are the cases this exists for.
 func CheckURL(raw string) error {
 	if scpLikeRE.MatchString(raw) {
 		return nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("upstream url %s: not a URL", RedactURL(raw))
+		return urlErrorf("upstream url %s: not a URL", RedactURL(raw))
 	}
 	switch u.Scheme {
 	case "https", "ssh", "git", "file":
 		if u.Scheme != "file" && u.Host == "" {
-			return fmt.Errorf("upstream url %s: no host", RedactURL(raw))
+			return urlErrorf("upstream url %s: no host", RedactURL(raw))
 		}
 		return nil
 	case "":
-		return fmt.Errorf("upstream url %s: want https://, ssh://, git:// or file:// (or user@host:path)", RedactURL(raw))
+		return urlErrorf("upstream url %s: want https://, ssh://, git:// or file:// (or user@host:path)", RedactURL(raw))
 	}
-	return fmt.Errorf("upstream url %s: scheme %s is not allowed; want https, ssh, git or file", RedactURL(raw), u.Scheme)
+	return urlErrorf("upstream url %s: scheme %s is not allowed; want https, ssh, git or file", RedactURL(raw), u.Scheme)
 }
 
 // RedactURL hides the credentials of a URL: "https://user:token@host/x" becomes

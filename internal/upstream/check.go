@@ -62,7 +62,7 @@ type Merger func(ctx context.Context, path string, current, base, other []byte) 
 // applies (or merges) is laid over src for the patches after it, as apply would. base
 // returns the pinned base tree the patches were written against, for the three-way
 // question; it is called only when a patch conflicts, so a run where everything applies
-// never fetches the base.
+// never fetches the base. base may return a nil source: no base, no merge.
 func Classify(ctx context.Context, src series.FileSource, patches []*series.Patch, base func() (series.FileSource, error), merge Merger) ([]Cell, error) {
 	cur := newOverlay(src)
 	cells := make([]Cell, len(patches))
@@ -100,6 +100,10 @@ func Classify(ctx context.Context, src series.FileSource, patches []*series.Patc
 		baseSrc, err := base()
 		if err != nil {
 			return nil, err
+		}
+		if baseSrc == nil {
+			cells[i] = conflict
+			continue
 		}
 		merged, ok, err := threeWay(ctx, cur, baseSrc, patches[:i], p, merge)
 		if err != nil {

@@ -180,3 +180,20 @@ func TestNewerTags(t *testing.T) {
 		t.Errorf("have %v, want %v (release candidates left out, annotated tags peeled)", have, want)
 	}
 }
+
+func TestBaseMissingFromTheRemote(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	rep, err := fx.cache(t).Check(context.Background(), CheckOptions{URL: fx.url, Refs: []string{"v1.1.0"},
+		Base: strings.Repeat("0123456789", 4), Series: fx.series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c.cpp would merge, but without its base the question cannot be asked.
+	if have := rep.Columns[0].Cells[2].String(); have != "conflict (hunk 1/1)" {
+		t.Errorf("c.cpp without a base: have %s, want conflict (hunk 1/1)", have)
+	}
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "three-way merges not tried") {
+		t.Errorf("warnings %q, want one saying three-way merges were not tried", rep.Warnings)
+	}
+}

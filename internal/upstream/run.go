@@ -33,6 +33,9 @@ type Report struct {
 	Patches []string `json:"patches"`
 	Columns []Column `json:"refs"`
 	Stats   Stats    `json:"stats"`
+	// Warnings say what could not be asked: the pinned base missing from --url's
+	// repository, so conflicts were not tried as three-way merges.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // AllApply says whether every patch applies as it is at every REF.
@@ -83,12 +86,22 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 			baseSnap = snaps[i]
 		}
 	}
+	var warnings []string
+	baseTried := false
+	// The base is fetched on the first conflict only. A base the repository does not
+	// have (a --url mirror without that commit) is no reason to fail the check: the
+	// conflicts stay conflicts, and a warning says the three-way question was not asked.
 	base := func() (series.FileSource, error) {
-		if baseSnap != nil {
+		if baseSnap != nil || baseTried {
 			return baseSnap, nil
 		}
+		baseTried = true
 		if err := repo.EnsureCommits(ctx, []string{opts.Base}, opts.Progress); err != nil {
-			return nil, fmt.Errorf("fetch the pinned base for three-way merges: %w", err)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			warnings = append(warnings, fmt.Sprintf("three-way merges not tried: fetch the pinned base %s: %v", short(opts.Base), err))
+			return nil, nil
 		}
 		s, err := repo.Snapshot(ctx, opts.Base, paths, opts.Progress)
 		if err != nil {
@@ -121,5 +134,6 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 		rep.Columns = append(rep.Columns, Column{ResolvedRef: r, Cells: cells})
 	}
 	rep.Stats = repo.Stats()
+	rep.Warnings = warnings
 	return rep, nil
 }
