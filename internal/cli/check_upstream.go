@@ -172,10 +172,3 @@ func refList(rep *upstream.Report) string {
 	}
 	return strings.Join(refs, ", ")
 }
-
-func shortSHA(s string) string {
-	if len(s) > 10 {
-		return s[:10]
-	}
-	return s
-}

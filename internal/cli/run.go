@@ -339,9 +339,9 @@ func (r *runner) withPatches(args ...string) []string {
 // clone checks out the pinned commit into the directory, or accepts a checkout that is
 // already there at that commit. A checkout at another commit is refused: the series was
 // written for the pinned one, and silently patching another base is how wrong results
-// start.
+// start. A clone that was interrupted is handed to `mpspatch clone`, which resumes it.
 func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-	if _, err := os.Stat(filepath.Join(r.dir, ".git")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.dir, ".git")); err == nil && !gitcli.CloneInterrupted(r.dir) {
 		g := &gitcli.Git{}
 		head, err := g.RevParse(ctx, r.dir, "HEAD")
 		if err != nil {
