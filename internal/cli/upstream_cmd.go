@@ -15,7 +15,10 @@ func newUpstreamCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upstream",
 		Short: "Ask the upstream repository about its releases",
-		Args:  cobra.NoArgs,
+		Long: `Questions for the upstream repository ([upstream] url, or --url) that need no
+checkout. To check the series against an upstream tag or branch, see check --upstream.`,
+		Example: `  mpspatch upstream tags`,
+		Args:    cobra.NoArgs,
 	}
 	cmd.AddCommand(newUpstreamTagsCmd(d))
 	return cmd
@@ -87,7 +90,11 @@ func newCacheCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "Manage the upstream cache that check --upstream fills",
-		Args:  cobra.NoArgs,
+		Long: `check --upstream keeps the commits, trees and touched files it fetched in a cache under
+the user cache directory (os.UserCacheDir()/mpspatch), one repository per upstream URL,
+so that later runs and other tags cost little.`,
+		Example: `  mpspatch cache clean`,
+		Args:    cobra.NoArgs,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "clean",
