@@ -2,11 +2,15 @@ package upstream
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/gitserver"
 )
 
 func (fx *fixture) cache(t *testing.T) *Cache {
@@ -195,5 +199,43 @@ func TestBaseMissingFromTheRemote(t *testing.T) {
 	}
 	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "three-way merges not tried") {
 		t.Errorf("warnings %q, want one saying three-way merges were not tried", rep.Warnings)
+	}
+}
+
+func TestCredentialsUsedButNeverShown(t *testing.T) {
+	t.Parallel()
+	const secret = "t0ken-s3cret"
+	fx := newFixtureWith(t, gitserver.Options{User: "ci", Password: secret})
+	url := strings.Replace(fx.url, "https://", "https://ci:"+secret+"@", 1)
+	var progress []string
+	c := fx.cache(t)
+	rep, err := c.Check(context.Background(), CheckOptions{URL: url, Refs: []string{"v1.1.0"}, Base: fx.base, Series: fx.series,
+		Progress: func(s string) { progress = append(progress, s) }})
+	if err != nil {
+		t.Fatalf("check with credentials: %v", err)
+	}
+	if rep.URL != strings.Replace(fx.url, "https://", "https://***@", 1) {
+		t.Errorf("report URL %q, want the redacted one", rep.URL)
+	}
+	if strings.Contains(strings.Join(progress, "\n"), secret) {
+		t.Errorf("progress shows the credentials:\n%s", strings.Join(progress, "\n"))
+	}
+	// An error names the URL too, redacted.
+	_, err = c.Check(context.Background(), CheckOptions{URL: url, Refs: []string{"v9.9.9"}, Series: fx.series})
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "***@") {
+		t.Errorf("error %v: want one naming the redacted URL", err)
+	}
+	// The credentials reach nothing the cache keeps on disk.
+	filepath.WalkDir(c.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(p); strings.Contains(string(data), secret) {
+				t.Errorf("%s holds the credentials", p)
+			}
+		}
+		return nil
+	})
+	// Without them the server says no.
+	if _, err := fx.cache(t).Check(context.Background(), CheckOptions{URL: fx.url, Refs: []string{"v1.1.0"}, Series: fx.series}); err == nil {
+		t.Error("check without credentials succeeded; the server does not check them")
 	}
 }

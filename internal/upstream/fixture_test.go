@@ -55,6 +55,12 @@ var touched = []string{"a.cpp", "b.cpp", "c.cpp", "d.cpp", "e.cpp", "f.cpp"}
 // submodule, and untouched files the check must never fetch.
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureWith(t, gitserver.Options{})
+}
+
+// newFixtureWith is newFixture with a server started with opts (credentials, say).
+func newFixtureWith(t testing.TB, opts gitserver.Options) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	home := t.TempDir()
 	env := gitcli.DeterministicEnv(home)
@@ -97,7 +103,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := gitserver.Start(root, gitserver.Options{})
+	srv, err := gitserver.Start(root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
