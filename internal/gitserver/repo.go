@@ -34,6 +34,7 @@ func BuildRepo(dir string, commits []Commit) ([]string, error) {
 	}
 	git := func(stdin *bytes.Buffer, args ...string) (string, error) {
 		cmd := exec.Command("git", append([]string{"--git-dir", dir}, args...)...)
+		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
 		if stdin != nil {
 			cmd.Stdin = stdin
