@@ -27,7 +27,7 @@ type FileSource interface {
 // checked as on disk (no .., no .git, no absolute paths) before src sees them; whether a
 // path is a symbolic link is src's to refuse, since only src knows.
 func ComputeFrom(src FileSource, patches []*Patch, dir Direction) (*Plan, error) {
-	return computePatches(&treeFiles{src: src, files: map[string]treeFile{}}, patches, dir)
+	return computePatches(&treeFiles{src: src, files: map[string]treeFile{}}, patches, dir, nil)
 }
 
 // readSource is treeFiles.read for a tree backed by a FileSource.
