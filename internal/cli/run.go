@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -242,7 +241,7 @@ func (r *runner) stages() []pipeline.Stage {
 		{
 			Name: "clone",
 			Inputs: func(context.Context) (map[string]string, error) {
-				return map[string]string{"url": redactURL(r.url), "commit": r.commit, "full": fmt.Sprint(r.opts.full)}, nil
+				return map[string]string{"url": gitcli.RedactURL(r.url), "commit": r.commit, "full": fmt.Sprint(r.opts.full)}, nil
 			},
 			Run: r.clone,
 		},
@@ -521,16 +520,6 @@ func (r *runner) touchedDigest() string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// redactURL drops credentials from a URL before it is shown or hashed into a stamp.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = url.User("REDACTED")
-	return u.String()
 }
 
 func shortSHA(s string) string {

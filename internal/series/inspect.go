@@ -203,7 +203,6 @@ func InspectAndCompute(root *os.Root, s *Series, after AfterPatch) (*TreeStatus,
 	return ts, plan, err
 }
 
-
 // Inspect classifies the tree at root against s: per path, which version of the file is
 // there; per patch, applied / not applied / partial / modified. It writes nothing: an
 // interrupted write phase is reported in TreeStatus.Interrupted (with the command that
