@@ -25,23 +25,35 @@ var wantOrder = []string{
 	"0007-linear-mm-rewrite.patch",
 	"0008-allocator-scalar-stream.patch",
 	"0010-event-current-stream.patch",
+	"0011-stream-wait-unlocked.patch",
+	"0012-device-synchronize-all-streams.patch",
+	"0013-events-on-named-stream.patch",
+	"0014-allocator-stream-pools.patch",
+	"0015-shader-library-thread-cache.patch",
+	"0016-bounded-thread-caches.patch",
+	"0017-profiler-maps-and-encoders.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
 // (d38164a545b4a4e4e0cf73ce67173f70574890b6), as listed in shared/v291-base.md.
 var v291Blobs = map[string]string{
-	"aten/src/ATen/mps/MPSStream.h":                 "10627cfc36b807b15590ba9ba464c314ba414037",
-	"aten/src/ATen/mps/MPSStream.mm":                "71325bd69e1df12611e162b41440bce7a950679b",
-	"aten/src/ATen/mps/MPSHooks.mm":                 "34fbd31af91da4736b804ec5ea976d7a444062ee",
-	"aten/src/ATen/mps/MPSGuardImpl.mm":             "a267b40f5244a7671885148c4552df933fe24769",
-	"aten/src/ATen/mps/MPSGuardImpl.h":              "008a8d57f3df663970f065f2c0851ad4b23f0e2a",
-	"aten/src/ATen/mps/MPSProfiler.mm":              "a91574c56c52d76e6de347e53267d60198c76bd9",
-	"aten/src/ATen/mps/MPSAllocator.mm":             "c8b3453fc81dd3e76c25bb0fe648d6e4bdc336c7",
-	"aten/src/ATen/mps/MPSEvent.mm":                 "ac4646141f0ed8d0bc7a78acd34ec8ec41b7aec7",
-	"aten/src/ATen/native/mps/OperationUtils.h":     "f9cd28ca06fa80688883e8b30c6aabedd08b8252",
-	"aten/src/ATen/native/mps/OperationUtils.mm":    "bf3e94207e25b48aa98986887a767379be63f2ad",
-	"aten/src/ATen/native/mps/MetalShaderLibrary.h": "535edd29ebd7ada7e78fadf8665fefeb3844865b",
-	"aten/src/ATen/native/mps/operations/Linear.mm": "219086edd8e371577c9f20b799189bcb613c3d87",
+	"aten/src/ATen/mps/MPSStream.h":                       "10627cfc36b807b15590ba9ba464c314ba414037",
+	"aten/src/ATen/mps/MPSStream.mm":                      "71325bd69e1df12611e162b41440bce7a950679b",
+	"aten/src/ATen/mps/MPSHooks.mm":                       "34fbd31af91da4736b804ec5ea976d7a444062ee",
+	"aten/src/ATen/mps/MPSGuardImpl.mm":                   "a267b40f5244a7671885148c4552df933fe24769",
+	"aten/src/ATen/mps/MPSGuardImpl.h":                    "008a8d57f3df663970f065f2c0851ad4b23f0e2a",
+	"aten/src/ATen/mps/MPSProfiler.mm":                    "a91574c56c52d76e6de347e53267d60198c76bd9",
+	"aten/src/ATen/mps/MPSAllocator.mm":                   "c8b3453fc81dd3e76c25bb0fe648d6e4bdc336c7",
+	"aten/src/ATen/mps/MPSEvent.mm":                       "ac4646141f0ed8d0bc7a78acd34ec8ec41b7aec7",
+	"aten/src/ATen/mps/MPSEvent.h":                        "379f65a3275aed186168c0fdf76e323954de22be",
+	"aten/src/ATen/mps/MPSAllocator.h":                    "1132ca6219cdfc21169e0fd034eed1f147c2bef0",
+	"aten/src/ATen/mps/MPSAllocatorInterface.h":           "996c84a8b87f504f2afc2f1fc4a69c0c44ef2bcf",
+	"aten/src/ATen/mps/MPSProfiler.h":                     "c1cb9090fc4af77eef1590aebdb85b583e70e2f9",
+	"aten/src/ATen/native/mps/operations/RenormKernel.mm": "8e787f6fc041fbe580f237947c1805097cc00605",
+	"aten/src/ATen/native/mps/OperationUtils.h":           "f9cd28ca06fa80688883e8b30c6aabedd08b8252",
+	"aten/src/ATen/native/mps/OperationUtils.mm":          "bf3e94207e25b48aa98986887a767379be63f2ad",
+	"aten/src/ATen/native/mps/MetalShaderLibrary.h":       "535edd29ebd7ada7e78fadf8665fefeb3844865b",
+	"aten/src/ATen/native/mps/operations/Linear.mm":       "219086edd8e371577c9f20b799189bcb613c3d87",
 }
 
 func loadSeries(t *testing.T) *series.Series {
