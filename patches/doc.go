@@ -5,7 +5,12 @@ package patches
 
 import "embed"
 
-// FS holds series and every *.patch file of this directory.
+// FS holds series, every *.patch file of this directory, and the audit baseline.
 //
-//go:embed series *.patch
+//go:embed series *.patch audit-baseline.toml
 var FS embed.FS
+
+// AuditBaseline names, in FS, the findings that `mpspatch audit` accepts on a tree patched
+// with this series (each with its reason). It travels with the series because it describes
+// the patched code: a series change that removes or adds a finding changes it too.
+const AuditBaseline = "audit-baseline.toml"

@@ -150,3 +150,25 @@ func TestTrailers(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditBaselineIsSound: the baseline that travels with the series parses, names only
+// rules that exist, and gives each accepted finding a reason.
+func TestAuditBaselineIsSound(t *testing.T) {
+	data, err := patches.FS.ReadFile(patches.AuditBaseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := metalcheck.ParseBaseline(patches.AuditBaseline, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := b.Reasons()
+	if len(reasons) == 0 {
+		t.Fatal("the baseline accepts nothing: remove it or say why it is empty")
+	}
+	for key, why := range reasons {
+		if len(strings.Fields(why)) < 5 {
+			t.Errorf("%s: reason %q is too short to explain anything", key, why)
+		}
+	}
+}

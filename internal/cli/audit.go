@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/mpspatch/mpspatch/metalcheck"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/patches"
 )
 
 type auditOptions struct {
@@ -54,7 +56,7 @@ Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.tree, "tree", ".", "PyTorch source tree to audit")
 	f.StringVar(&opts.format, "format", "", "output format: text, json or sarif (default text; json with --json)")
-	f.StringVar(&opts.baseline, "baseline", "", "baseline file of accepted findings (default: [audit] baseline of the config)")
+	f.StringVar(&opts.baseline, "baseline", "", "baseline file of accepted findings (default: [audit] baseline of the config, else the built-in series' own)")
 	f.StringVar(&opts.writeBaseline, "write-baseline", "", "write all current findings to this baseline file (reasons to be filled in) and exit 0")
 	f.IntVar(&opts.workers, "workers", 0, "files analysed in parallel (0: one per CPU)")
 	return cmd
@@ -110,10 +112,22 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 		}
 	}
 	var base *metalcheck.Baseline
-	if baselinePath != "" {
+	builtin := false
+	switch {
+	case baselinePath != "":
 		base, err = metalcheck.LoadBaseline(baselinePath)
 		if err != nil {
 			return withCode(ExitUsage, err)
+		}
+	case opts.writeBaseline == "" && c.Patches.Dir == "":
+		// The built-in series carries the baseline of the code it produces.
+		baselinePath, builtin = "(built-in series) "+patches.AuditBaseline, true
+		data, rerr := fs.ReadFile(patches.FS, patches.AuditBaseline)
+		if rerr == nil {
+			base, err = metalcheck.ParseBaseline(baselinePath, data)
+		}
+		if err = errors.Join(rerr, err); err != nil {
+			return fmt.Errorf("built-in audit baseline: %w", err)
 		}
 	}
 
@@ -141,6 +155,11 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	}
 
 	res := base.Apply(rep.Files, rep.Findings)
+	if builtin {
+		// The built-in baseline describes the patched v2.9.1 files; on any other tree its
+		// entries are not stale, they are simply about code this tree does not have.
+		res.Stale = res.Stale[:0]
+	}
 	for _, e := range res.Stale {
 		p.Warnf("baseline %s:%d: %s in %s matches no finding any more; remove the entry", baselinePath, e.Line, e.Rule, e.File)
 	}

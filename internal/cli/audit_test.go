@@ -92,3 +92,19 @@ func TestAuditQuietHasNoProgress(t *testing.T) {
 		t.Errorf("stderr %q, want a progress line", stderr)
 	}
 }
+
+// TestAuditBuiltInBaselineIsQuietElsewhere: with no baseline given, the built-in series'
+// baseline applies; on a tree that is not patched v2.9.1 its entries are not reported as
+// stale, and a custom series (patches.dir) gets no built-in baseline at all.
+func TestAuditBuiltInBaselineIsQuietElsewhere(t *testing.T) {
+	code, stdout, stderr := runMain(t, "--json", "audit", "--tree", auditTree)
+	if code != ExitCheckFailed || strings.Contains(stderr, "matches no finding") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var rep struct {
+		Stale []any `json:"stale"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Stale) != 0 {
+		t.Fatalf("stale: %v, %v", rep.Stale, err)
+	}
+}
