@@ -480,7 +480,7 @@ func buildInputs(opts Options, env Environment, head string) Inputs {
 		in.Patches = []PatchRef{}
 	}
 	if opts.launcher != nil {
-		in.Launcher = opts.launcher.Tool + " " + opts.launcher.Version + " " + opts.launcher.Path
+		in.Launcher = opts.launcher.Version + " (" + opts.launcher.Path + ")"
 	}
 	base := opts.BaseEnv
 	if base == nil {

@@ -123,7 +123,11 @@ func fakePython(args []string) int {
 		} else {
 			fmt.Println("True")
 		}
-		fmt.Println(os.Getenv("FAKE_EXTERNALLY_MANAGED") != "")
+		if os.Getenv("FAKE_EXTERNALLY_MANAGED") != "" {
+			fmt.Println("True")
+		} else {
+			fmt.Println("False")
+		}
 		return 0
 	}
 	switch os.Getenv("FAKE_MODE") {
