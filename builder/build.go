@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
@@ -374,7 +375,13 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	in := buildInputs(opts, env, head)
 
 	prev, perr := ReadProvenance(opts.Tree)
+	// pending marks a build that started and did not succeed: pip may have uninstalled the
+	// previous build before failing, so the stamp no longer describes what is installed.
+	pending := filepath.Join(logDir, "build.pending")
+	pendingLog, pendErr := os.ReadFile(pending)
 	switch {
+	case pendErr == nil:
+		res.Changes = []string{fmt.Sprintf("the last build did not finish (%s)", strings.TrimSpace(string(pendingLog)))}
 	case perr != nil && errors.Is(perr, ErrNoProvenance):
 		res.Changes = []string{"no build stamp (first build)"}
 	case perr != nil:
@@ -411,6 +418,9 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	started := opts.now()
 	res.LogPath = logPath(logDir, "build", started)
 	argv := append([]string{opts.python()}, opts.args()...)
+	if err := atomicfile.WriteBytes(pending, []byte(res.LogPath+"\n"), atomicfile.Options{}); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
 	outW, errW := &lineWriter{t: tr}, &lineWriter{t: tr}
 	_, err = run.Run(ctx, run.Cmd{
 		Argv: argv, Dir: opts.Tree, Env: buildEnv(opts),
@@ -456,6 +466,9 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	res.StampPath, err = WriteProvenance(opts.Tree, p)
 	if err != nil {
 		return res, err
+	}
+	if err := os.Remove(pending); err != nil {
+		return res, fmt.Errorf("build: %w", err)
 	}
 	tc, err := CheckTorch(ctx, env.Python, opts.Tree, head, buildEnv(opts))
 	res.Torch = tc

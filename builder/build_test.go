@@ -455,7 +455,7 @@ func TestBuildRealPip(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
 		tree := copyTree(t)
 		rec := &recorder{}
-		res, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: env, Jobs: 2, Reporter: rec, GOOS: "linux"})
+		res, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: env, Jobs: 2, Reporter: rec, GOOS: "linux", Cache: CacheOptions{Tool: "none"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +493,7 @@ func TestBuildRealPip(t *testing.T) {
 	})
 	t.Run("compiler error", func(t *testing.T) {
 		tree := copyTree(t)
-		_, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: append(env, "MPSPATCH_FIXTURE_BREAK=1"), GOOS: "linux"})
+		_, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: append(env, "MPSPATCH_FIXTURE_BREAK=1"), GOOS: "linux", Cache: CacheOptions{Tool: "none"}})
 		var be *BuildError
 		if !errors.As(err, &be) {
 			t.Fatalf("error = %v (%T), want *BuildError", err, err)

@@ -122,6 +122,11 @@ func (l *Launcher) configure(opts CacheOptions, tree string, env []string) error
 				user = u.User.Username()
 			}
 			u.User = url.UserPassword(user, pw)
+			if user == "" && l.Tool == "ccache" {
+				// ccache reads redis://SECRET@host as a password with no user name
+				// (redis://:SECRET@host fails to authenticate).
+				u.User = url.User(pw)
+			}
 			remote = u.String()
 		}
 	}
