@@ -136,7 +136,7 @@ func TestBuildRealIncremental(t *testing.T) {
 	if steps := ninjaSteps(rec.all()); len(steps) == 0 || !strings.HasPrefix(steps[len(steps)-1], "[9/9]") {
 		t.Fatalf("first build ninja steps %q, want 9", steps)
 	}
-	if !inTree(tree, res.Torch.File) || res.Torch.GitVersion != head {
+	if !InTree(tree, res.Torch.File) || res.Torch.GitVersion != head {
 		t.Errorf("torch check %+v, want torch from %s at %s", res.Torch, tree, head)
 	}
 

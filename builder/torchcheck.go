@@ -68,7 +68,7 @@ func (e *ShadowError) Error() string {
 	switch {
 	case e.Import != "":
 		return fmt.Sprintf("torch check: %s cannot import torch from outside the tree: %s", py, e.Import)
-	case !inTree(e.Tree, e.Check.File):
+	case !InTree(e.Tree, e.Check.File):
 		dir := filepath.Dir(e.Check.File)
 		fix := fmt.Sprintf("remove it (rm -r %s) or take its directory off sys.path/PYTHONPATH", dir)
 		if e.Check.Owner != "" {
@@ -110,7 +110,7 @@ func CheckTorch(ctx context.Context, python, tree, head string, env []string) (T
 	if doc.Error != "" {
 		return tc, &ShadowError{Tree: tree, Head: head, Check: tc, Import: doc.Error}
 	}
-	if !inTree(tree, tc.File) {
+	if !InTree(tree, tc.File) {
 		return tc, &ShadowError{Tree: tree, Head: head, Check: tc}
 	}
 	if head != "" && tc.GitVersion != "" && tc.GitVersion != "Unknown" && tc.GitVersion != head {
@@ -119,8 +119,8 @@ func CheckTorch(ctx context.Context, python, tree, head string, env []string) (T
 	return tc, nil
 }
 
-// inTree says whether file lies under tree, symlinks resolved on both sides.
-func inTree(tree, file string) bool {
+// InTree says whether file lies under tree, symlinks resolved on both sides.
+func InTree(tree, file string) bool {
 	if file == "" {
 		return false
 	}

@@ -133,7 +133,7 @@ func TestBuildLauncherTranscript(t *testing.T) {
 		}
 	}
 	// The torch check runs outside the tree.
-	if inTree(tree, steps[5].Dir) {
+	if InTree(tree, steps[5].Dir) {
 		t.Errorf("torch check ran in %s, inside the tree", steps[5].Dir)
 	}
 	c := res.Cache
