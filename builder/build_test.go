@@ -19,7 +19,7 @@ import (
 
 // copyTree copies testdata/tree (setup.py, aten/, torch/, a tiny CMake project) to a
 // temp dir, so stamps and logs land there.
-func copyTree(t *testing.T) string {
+func copyTree(t testing.TB) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "pytorch")
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "tree"))); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // realVenv creates a fresh virtual environment for tests that run the real pip offline.
-func realVenv(t *testing.T) (python string, env []string) {
+func realVenv(t testing.TB) (python string, env []string) {
 	t.Helper()
 	base := os.Getenv("MPSPATCH_PYTHON")
 	if base == "" {
@@ -33,7 +33,7 @@ func realVenv(t *testing.T) (python string, env []string) {
 
 // needTools fails (never skips) when a tool the real tests need is missing: CI installs
 // them (.ci/run), so a missing one is a broken machine, not a reason to pass.
-func needTools(t *testing.T, tools ...string) {
+func needTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{tool, "--version"}}); err != nil {
@@ -278,7 +278,7 @@ func TestBuildRealSharedCache(t *testing.T) {
 
 // startRedis starts redis-server on a free loopback port in its own directory, with a
 // password, and stops it when the test ends.
-func startRedis(t *testing.T, password string) int {
+func startRedis(t testing.TB, password string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
