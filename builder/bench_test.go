@@ -76,7 +76,7 @@ func benchSources(b *testing.B, tree string, n int) {
 	for i := range n {
 		src := fmt.Sprintf("#define R(x) x x x x\n#define F(k) int f%d_##k(int v) { int s = v; for (int i = 0; i < v; i++) { s = s * 31 + i %% (k + 1); } return s; }\n", i)
 		var body string
-		for k := range 60 {
+		for k := range 50 {
 			body += fmt.Sprintf("F(%d)\n", k)
 		}
 		if err := os.WriteFile(filepath.Join(tree, "src", fmt.Sprintf("heavy%d.c", i)), []byte(src+body), 0o644); err != nil {
@@ -115,7 +115,7 @@ func BenchmarkBuildSharedCache(b *testing.B) {
 		var trees [2]string
 		for i := range trees {
 			trees[i] = copyTree(b)
-			benchSources(b, trees[i], 4)
+			benchSources(b, trees[i], 3)
 		}
 		b.StartTimer()
 		for i, tree := range trees {
