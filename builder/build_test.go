@@ -440,6 +440,7 @@ func TestBuildRealNinja(t *testing.T) {
 // pip doing an editable install of testdata/tree offline, whose setup.py runs cmake and
 // ninja as PyTorch's does.
 func TestBuildRealPip(t *testing.T) {
+	t.Parallel() // each has its own venv, trees and caches
 	ctx := context.Background()
 	base := os.Getenv("MPSPATCH_PYTHON")
 	if base == "" {

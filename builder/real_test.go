@@ -119,6 +119,7 @@ func ninjaSteps(events []Event) []string {
 // after a patch touches one source file (only that unit recompiles), broken source
 // reported as file:line, and a second torch installed in the venv caught by the check.
 func TestBuildRealIncremental(t *testing.T) {
+	t.Parallel() // each has its own venv, trees and caches
 	needTools(t, "cmake", "ninja", "cc", "git")
 	ctx := context.Background()
 	python, env := realVenv(t)
@@ -233,6 +234,7 @@ func TestBuildRealIncremental(t *testing.T) {
 // environment). A first build fills Redis; a second checkout at another path with an
 // empty local cache gets every object from Redis.
 func TestBuildRealSharedCache(t *testing.T) {
+	t.Parallel() // each has its own venv, trees and caches
 	needTools(t, "cmake", "ninja", "cc", "ccache", "redis-server")
 	ctx := context.Background()
 	python, env := realVenv(t)

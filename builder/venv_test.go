@@ -41,6 +41,7 @@ func TestRequirements(t *testing.T) {
 // tree's requirements offline from a local wheel with progress, builds in it, and names a
 // requirement that cannot be found.
 func TestBuildRealVenv(t *testing.T) {
+	t.Parallel() // each has its own venv, trees and caches
 	needTools(t, "cmake", "ninja", "cc")
 	ctx := context.Background()
 	base := os.Getenv("MPSPATCH_PYTHON")
