@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
@@ -37,9 +39,17 @@ type Options struct {
 	// LogDir receives build-<timestamp>.log; relative paths are taken from Tree.
 	LogDir string
 
-	// SeriesHash and Patches describe the applied series for the provenance stamp.
+	// SeriesHash and Patches describe the applied series for the provenance stamp and
+	// the up-to-date check.
 	SeriesHash string
-	Patches    []string
+	Patches    []PatchRef
+	// Force builds even when the stamp says the tree is up to date.
+	Force bool
+	// Venv, when set, is a virtual environment to build in: created with Python when
+	// missing, the tree's build requirements installed; its interpreter then builds.
+	Venv string
+	// Cache configures the compiler cache used as CMake's compiler launcher.
+	Cache CacheOptions
 	// ToolVersion is mpspatch's version, for the stamp.
 	ToolVersion string
 
@@ -56,6 +66,9 @@ type Options struct {
 	Git *gitcli.Git
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// launcher is the resolved compiler cache, whose variables buildEnv adds.
+	launcher *Launcher
 }
 
 func (o *Options) python() string {
@@ -137,10 +150,13 @@ type Environment struct {
 }
 
 // pythonProbe prints the interpreter's path, version and whether pip is importable.
-const pythonProbe = `import importlib.util, platform, sys
+// and whether it is an "externally managed" system interpreter (PEP 668) that pip refuses
+// to install into.
+const pythonProbe = `import importlib.util, os, platform, sys, sysconfig
 print(sys.executable)
 print(platform.python_version())
-print(importlib.util.find_spec("pip") is not None)`
+print(importlib.util.find_spec("pip") is not None)
+print(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))`
 
 // Preflight checks that opts can build before anything long starts: the tree looks like
 // PyTorch, the interpreter runs (and has pip when the build uses it), and on darwin the
@@ -176,7 +192,10 @@ func Preflight(ctx context.Context, opts Options) (Environment, error) {
 	}
 	env.Python, env.PythonVersion = strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1])
 	if usesPip(opts.args()) && strings.TrimSpace(lines[2]) != "True" {
-		return env, &EnvError{What: "pip", Err: fmt.Errorf("python interpreter %s has no pip module (install pip for it, or set [build] python)", env.Python)}
+		return env, &EnvError{What: "pip", Err: fmt.Errorf("python interpreter %s has no pip module (install pip for it, or build in a virtual environment: --venv DIR)", env.Python)}
+	}
+	if usesPip(opts.args()) && len(lines) > 3 && strings.TrimSpace(lines[3]) == "True" && envValue(buildEnv(opts), "PIP_BREAK_SYSTEM_PACKAGES") == "" {
+		return env, &EnvError{What: "python", Err: fmt.Errorf("python interpreter %s is externally managed (PEP 668, e.g. Debian's python3): pip refuses to install into it; build in a virtual environment instead: mpspatch build --venv ~/venvs/torch (or [build] venv)", env.Python)}
 	}
 
 	if opts.goos() == "darwin" {
@@ -221,6 +240,11 @@ func buildEnv(opts Options) []string {
 		k, v, _ := strings.Cut(kv, "=")
 		put(k, v)
 	}
+	if opts.launcher != nil {
+		for _, k := range slices.Sorted(maps.Keys(opts.launcher.env)) {
+			put(k, opts.launcher.env[k])
+		}
+	}
 	for k, v := range buildVars(opts) {
 		put(k, v)
 	}
@@ -249,37 +273,56 @@ type Warner interface {
 	Warn(msg string)
 }
 
-// Result is a successful build.
+// Noter is an optional interface of a Reporter: Build calls Note with what it is about to
+// do and why ("rebuilding: patch 0003-x.patch changed"), before it does it.
+type Noter interface {
+	Note(msg string)
+}
+
+// Result is a successful build, or an up-to-date tree.
 type Result struct {
-	LogPath    string
-	StampPath  string
-	Duration   time.Duration
-	Env        Environment
+	// UpToDate is set when nothing changed since the stamped build: no build ran.
+	UpToDate bool
+	// Changes say why the build ran (what differs from the stamped build).
+	Changes []string
+	// Venv lists what was done to the virtual environment (created, requirements).
+	Venv      []string
+	LogPath   string
+	StampPath string
+	Duration  time.Duration
+	Env       Environment
+	// Provenance is the stamp written (or, when up to date, the one found).
 	Provenance Provenance
+	// Launcher is the compiler cache used; nil for none. Cache is what it did.
+	Launcher *Launcher
+	Cache    *CacheStats
+	// Torch is which torch the build's interpreter imports, checked after the build.
+	Torch TorchCheck
 	// Warnings come from preflight and from writing the stamp.
 	Warnings []string
 }
 
-// Build runs preflight, then the build with its full output in
-// <LogDir>/build-<timestamp>.log, then writes the provenance stamp. A failed build is a
-// *BuildError naming the log and quoting the first errors.
+// Build brings the tree's build up to date. With opts.Venv it first makes the virtual
+// environment usable. After preflight and the compiler cache lookup it computes the
+// build's Inputs; when they equal those in the stamp (and not opts.Force) no build runs
+// (Result.UpToDate). Otherwise it runs the build with its full output in
+// <LogDir>/build-<timestamp>.log, writes the provenance stamp with the inputs and the
+// cache's statistics, and checks which torch the interpreter imports. A failed build is a
+// *BuildError naming the log and quoting the first errors; a torch from elsewhere (or a
+// stale one) is a *ShadowError, with the Result filled in.
 func Build(ctx context.Context, opts Options) (*Result, error) {
-	tr := NewTracker(opts.Reporter, opts.Now)
-	env, err := Preflight(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Env: env}
+	res := &Result{}
 	warn := func(msg string) {
 		res.Warnings = append(res.Warnings, msg)
 		if w, ok := opts.Reporter.(Warner); ok {
 			w.Warn(msg)
 		}
 	}
-	for _, w := range env.Warnings {
-		warn(w)
+	note := func(msg string) {
+		if n, ok := opts.Reporter.(Noter); ok {
+			n.Note(msg)
+		}
 	}
-
 	logDir := opts.LogDir
 	if logDir == "" {
 		logDir = filepath.Join(".mpspatch", "logs")
@@ -287,13 +330,97 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	if !filepath.IsAbs(logDir) {
 		logDir = filepath.Join(opts.Tree, logDir)
 	}
+	if opts.Venv != "" {
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, fmt.Errorf("build: create log directory: %w", err)
+		}
+		did, err := EnsureVenv(ctx, opts, logDir)
+		res.Venv = did
+		for _, d := range did {
+			note("venv: " + d)
+		}
+		if err != nil {
+			return nil, err
+		}
+		opts.Python = VenvPython(opts.Venv)
+	}
+
+	env, err := Preflight(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Env = env
+	for _, w := range env.Warnings {
+		warn(w)
+	}
+	launcher, err := ResolveLauncher(ctx, opts.Cache, opts.Tree, buildEnv(opts))
+	if err != nil {
+		return nil, err
+	}
+	opts.launcher, res.Launcher = launcher, launcher
+
+	head := ""
+	if _, err := os.Stat(filepath.Join(opts.Tree, ".git")); err == nil {
+		g := opts.Git
+		if g == nil {
+			g = &gitcli.Git{}
+		}
+		head, err = g.HeadCommit(ctx, opts.Tree)
+		if err != nil {
+			warn(fmt.Sprintf("provenance: upstream commit unknown: %v", err))
+		}
+	} else {
+		warn("provenance: the tree has no .git, so the upstream commit is not recorded")
+	}
+	in := buildInputs(opts, env, head)
+
+	prev, perr := ReadProvenance(opts.Tree)
+	// pending marks a build that started and did not succeed: pip may have uninstalled the
+	// previous build before failing, so the stamp no longer describes what is installed.
+	pending := filepath.Join(logDir, "build.pending")
+	pendingLog, pendErr := os.ReadFile(pending)
+	switch {
+	case pendErr == nil:
+		res.Changes = []string{fmt.Sprintf("the last build did not finish (%s)", strings.TrimSpace(string(pendingLog)))}
+	case perr != nil && errors.Is(perr, ErrNoProvenance):
+		res.Changes = []string{"no build stamp (first build)"}
+	case perr != nil:
+		res.Changes = []string{fmt.Sprintf("the build stamp is unreadable (%v)", perr)}
+	case prev.Inputs == nil:
+		res.Changes = []string{"the build stamp does not record its inputs (an older mpspatch wrote it)"}
+	case prev.InputsHash != in.Hash():
+		res.Changes = prev.Inputs.Changes(in)
+	case opts.Force:
+		res.Changes = []string{"--force"}
+	default:
+		// Up to date: no build, but still make sure the interpreter imports this build.
+		res.UpToDate, res.Provenance = true, prev
+		res.StampPath = filepath.Join(opts.Tree, ProvenanceFile)
+		res.Cache = prev.Cache
+		tc, err := CheckTorch(ctx, env.Python, opts.Tree, prev.UpstreamCommit, buildEnv(opts))
+		res.Torch = tc
+		return res, err
+	}
+	note("building: " + strings.Join(res.Changes, "; "))
+
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("build: create log directory: %w", err)
 	}
+	var before map[string]int
+	if launcher != nil {
+		note("compiler cache: " + launcher.String() + remoteSuffix(launcher.Remote))
+		if before, err = launcher.counters(ctx, buildEnv(opts)); err != nil {
+			warn(err.Error())
+		}
+	}
+
+	tr := NewTracker(opts.Reporter, opts.Now)
 	started := opts.now()
 	res.LogPath = logPath(logDir, "build", started)
-
 	argv := append([]string{opts.python()}, opts.args()...)
+	if err := atomicfile.WriteBytes(pending, []byte(res.LogPath+"\n"), atomicfile.Options{}); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
 	outW, errW := &lineWriter{t: tr}, &lineWriter{t: tr}
 	_, err = run.Run(ctx, run.Cmd{
 		Argv: argv, Dir: opts.Tree, Env: buildEnv(opts),
@@ -314,37 +441,80 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	tr.Finish()
 	finished := opts.now()
 	res.Duration = finished.Sub(started)
+	if launcher != nil && before != nil {
+		if after, err := launcher.counters(ctx, buildEnv(opts)); err != nil {
+			warn(err.Error())
+		} else {
+			res.Cache = launcher.statsBetween(before, after)
+		}
+	}
 
+	names := make([]string, 0, len(opts.Patches))
+	for _, p := range opts.Patches {
+		names = append(names, p.Name)
+	}
 	p := Provenance{
 		Schema: ProvenanceSchema, Tool: "mpspatch", ToolVersion: opts.ToolVersion,
-		SeriesHash: opts.SeriesHash, Patches: slices.Clone(opts.Patches),
+		UpstreamCommit: head, SeriesHash: opts.SeriesHash, Patches: names,
 		BuiltAt: finished.UTC().Truncate(time.Second), BuildSeconds: res.Duration.Round(time.Millisecond).Seconds(),
 		Python: env.Python, PythonVersion: env.PythonVersion,
 		Platform: opts.goos() + "/" + runtime.GOARCH, SDK: env.SDK,
 		Env: buildVars(opts), Log: res.LogPath,
-	}
-	if p.Patches == nil {
-		p.Patches = []string{}
-	}
-	if _, err := os.Stat(filepath.Join(opts.Tree, ".git")); err == nil {
-		g := opts.Git
-		if g == nil {
-			g = &gitcli.Git{}
-		}
-		sha, err := g.HeadCommit(ctx, opts.Tree)
-		if err != nil {
-			warn(fmt.Sprintf("provenance: upstream commit unknown: %v", err))
-		}
-		p.UpstreamCommit = sha
-	} else {
-		warn("provenance: the tree has no .git, so the upstream commit is not recorded")
+		Inputs: &in, InputsHash: in.Hash(), Cache: res.Cache,
 	}
 	res.Provenance = p
 	res.StampPath, err = WriteProvenance(opts.Tree, p)
 	if err != nil {
 		return res, err
 	}
-	return res, nil
+	if err := os.Remove(pending); err != nil {
+		return res, fmt.Errorf("build: %w", err)
+	}
+	tc, err := CheckTorch(ctx, env.Python, opts.Tree, head, buildEnv(opts))
+	res.Torch = tc
+	return res, err
+}
+
+func remoteSuffix(remote string) string {
+	if remote == "" {
+		return ""
+	}
+	return ", shared storage " + remote
+}
+
+// buildInputs gathers what the up-to-date check compares.
+func buildInputs(opts Options, env Environment, head string) Inputs {
+	in := Inputs{
+		UpstreamCommit: head, SeriesHash: opts.SeriesHash, Patches: slices.Clone(opts.Patches),
+		Python: env.Python, PythonVersion: env.PythonVersion, Args: slices.Clone(opts.args()),
+		Env: map[string]string{}, Platform: opts.goos() + "/" + runtime.GOARCH, SDK: env.SDK,
+	}
+	if in.Patches == nil {
+		in.Patches = []PatchRef{}
+	}
+	if opts.launcher != nil {
+		in.Launcher = opts.launcher.Version + " (" + opts.launcher.Path + ")"
+	}
+	base := opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok && buildRelevant(k) {
+			in.Env[k] = v
+		}
+	}
+	for k, v := range buildVars(opts) {
+		in.Env[k] = v
+	}
+	// Our own launcher variables are covered by Launcher; MAX_JOBS changes speed only.
+	for _, k := range launcherVars {
+		if opts.launcher != nil && in.Env[k] == opts.launcher.Path {
+			delete(in.Env, k)
+		}
+	}
+	delete(in.Env, "MAX_JOBS")
+	return in
 }
 
 // logPath is dir/<kind>-<UTC timestamp>.log, with a counter added if that name is taken.

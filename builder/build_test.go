@@ -19,7 +19,7 @@ import (
 
 // copyTree copies testdata/tree (setup.py, aten/, torch/, a tiny CMake project) to a
 // temp dir, so stamps and logs land there.
-func copyTree(t *testing.T) string {
+func copyTree(t testing.TB) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "pytorch")
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "tree"))); err != nil {
@@ -35,28 +35,48 @@ func fakeOptions(t *testing.T, tree, mode string, extraEnv ...string) (Options, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	transcriptPath := filepath.Join(t.TempDir(), "transcript.json")
+	transcriptPath := filepath.Join(t.TempDir(), "transcript.jsonl")
 	// GORACE: a -race binary otherwise sleeps a second at exit, every time it plays python.
 	env := append(os.Environ(), "GORACE=atexit_sleep_ms=0", "MPSPATCH_FAKE_PYTHON=1", "FAKE_MODE="+mode, "FAKE_TRANSCRIPT="+transcriptPath,
-		"FAKE_BUILD_DIR="+filepath.Join(t.TempDir(), "build"))
+		"FAKE_BUILD_DIR="+filepath.Join(t.TempDir(), "build"), "FAKE_CCACHE_STATE="+filepath.Join(t.TempDir(), "ccache-state"))
 	env = append(env, extraEnv...)
 	return Options{
 		Tree: tree, Python: exe, BaseEnv: env, GOOS: "linux",
-		ToolVersion: "v0.1.0-test", SeriesHash: "abc123", Patches: []string{"0001-a.patch", "0002-b.patch"},
+		ToolVersion: "v0.1.0-test", SeriesHash: "abc123",
+		Patches: []PatchRef{{Name: "0001-a.patch", SHA256: "aa"}, {Name: "0002-b.patch", SHA256: "bb"}},
+		Cache:   CacheOptions{Tool: "none"},
 	}, transcriptPath
 }
 
-func readTranscript(t *testing.T, path string) transcript {
+// readSteps returns every start of a fake tool, in order.
+func readSteps(t *testing.T, path string) []transcript {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("fake python left no transcript: %v", err)
+		t.Fatalf("the fake tools left no transcript: %v", err)
 	}
-	var tr transcript
-	if err := json.Unmarshal(data, &tr); err != nil {
-		t.Fatal(err)
+	var steps []transcript
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var tr transcript
+		if err := json.Unmarshal([]byte(line), &tr); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, tr)
 	}
-	return tr
+	return steps
+}
+
+// readTranscript returns the build step: the python start that is not a "-c" probe.
+func readTranscript(t *testing.T, path string) transcript {
+	t.Helper()
+	for _, s := range readSteps(t, path) {
+		if len(s.Argv) > 1 && s.Argv[1] != "-c" && s.Argv[0] != "ccache" {
+			s.Argv = s.Argv[1:]
+			return s
+		}
+	}
+	t.Fatal("the fake python was never started to build")
+	return transcript{}
 }
 
 // recorder collects events.
@@ -102,6 +122,8 @@ func TestPreflight(t *testing.T) {
 			wantWhat: "python", wantInErr: `"/nonexistent/python3" not found`},
 		{name: "python not in PATH", edit: func(o *Options) { o.Python = "mpspatch-no-such-python" },
 			wantWhat: "python", wantInErr: "not found"},
+		{name: "externally managed python", extraEnv: []string{"FAKE_EXTERNALLY_MANAGED=1"}, wantWhat: "python", wantInErr: "--venv"},
+		{name: "externally managed, told to break it", extraEnv: []string{"FAKE_EXTERNALLY_MANAGED=1", "PIP_BREAK_SYSTEM_PACKAGES=1"}, wantWarn: "MPS is Apple-only"},
 		{name: "python without pip", extraEnv: []string{"FAKE_NO_PIP=1"}, wantWhat: "pip", wantInErr: "no pip module"},
 		{name: "no pip needed for a custom command", extraEnv: []string{"FAKE_NO_PIP=1"},
 			edit: func(o *Options) { o.Args = []string{"setup.py", "develop"} }, wantWarn: "MPS is Apple-only"},
@@ -241,6 +263,12 @@ func TestBuildFakeSuccess(t *testing.T) {
 		Python: opts.Python, PythonVersion: "3.11.7", Platform: "linux/" + p.Platform[len("linux/"):],
 		Env: map[string]string{"USE_MPS": "1", "MAX_JOBS": "3", "USE_CUDA": "0", "BUILD_TEST": "0"},
 		Log: res.LogPath,
+	}
+	if p.Inputs == nil || p.InputsHash != p.Inputs.Hash() || p.Inputs.UpstreamCommit != head || p.Inputs.Python != opts.Python ||
+		len(p.Inputs.Patches) != 2 || p.Inputs.Patches[1].SHA256 != "bb" || p.Inputs.Env["USE_CUDA"] != "0" || p.Inputs.Env["MAX_JOBS"] != "" {
+		t.Errorf("stamp inputs = %+v (hash %s)", p.Inputs, p.InputsHash)
+	} else {
+		want.Inputs, want.InputsHash = p.Inputs, p.InputsHash
 	}
 	if res.Duration <= 0 || !strings.HasPrefix(p.Platform, "linux/") || !equalProvenance(p, want) {
 		t.Errorf("stamp:\n have %+v\n want %+v", p, want)
@@ -412,6 +440,7 @@ func TestBuildRealNinja(t *testing.T) {
 // pip doing an editable install of testdata/tree offline, whose setup.py runs cmake and
 // ninja as PyTorch's does.
 func TestBuildRealPip(t *testing.T) {
+	t.Parallel() // each has its own venv, trees and caches
 	ctx := context.Background()
 	base := os.Getenv("MPSPATCH_PYTHON")
 	if base == "" {
@@ -427,7 +456,7 @@ func TestBuildRealPip(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
 		tree := copyTree(t)
 		rec := &recorder{}
-		res, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: env, Jobs: 2, Reporter: rec, GOOS: "linux"})
+		res, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: env, Jobs: 2, Reporter: rec, GOOS: "linux", Cache: CacheOptions{Tool: "none"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +494,7 @@ func TestBuildRealPip(t *testing.T) {
 	})
 	t.Run("compiler error", func(t *testing.T) {
 		tree := copyTree(t)
-		_, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: append(env, "MPSPATCH_FIXTURE_BREAK=1"), GOOS: "linux"})
+		_, err := Build(ctx, Options{Tree: tree, Python: python, BaseEnv: append(env, "MPSPATCH_FIXTURE_BREAK=1"), GOOS: "linux", Cache: CacheOptions{Tool: "none"}})
 		var be *BuildError
 		if !errors.As(err, &be) {
 			t.Fatalf("error = %v (%T), want *BuildError", err, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +18,67 @@ import (
 // builder starts it exactly as it would start the real interpreter.
 func TestMain(m *testing.M) {
 	if os.Getenv("MPSPATCH_FAKE_PYTHON") == "1" {
+		record(os.Args)
+		if filepath.Base(os.Args[0]) == "ccache" {
+			os.Exit(fakeCcache(os.Args[1:]))
+		}
 		os.Exit(fakePython(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
 
-// transcript is what the fake python records about how it was started.
+// transcript is what a fake tool records about how it was started: one JSON line per
+// start in $FAKE_TRANSCRIPT, Argv[0] being the program's base name.
 type transcript struct {
 	Argv []string          `json:"argv"`
 	Dir  string            `json:"dir"`
 	Env  map[string]string `json:"env"`
+}
+
+// record appends this start to $FAKE_TRANSCRIPT.
+func record(argv []string) {
+	path := os.Getenv("FAKE_TRANSCRIPT")
+	if path == "" {
+		return
+	}
+	dir, _ := os.Getwd()
+	tr := transcript{Argv: append([]string{filepath.Base(argv[0])}, argv[1:]...), Dir: dir, Env: map[string]string{}}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		tr.Env[k] = v
+	}
+	data, _ := json.Marshal(tr)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer f.Close()
+	f.Write(append(data, '\n'))
+}
+
+// fakeCcache answers --version, and --print-stats with counters that grow by 3 direct
+// hits (2 of them from remote storage) and 1 miss between the first call and the next.
+func fakeCcache(args []string) int {
+	switch {
+	case len(args) == 1 && args[0] == "--version":
+		fmt.Println("ccache version 4.7.5-fake")
+		fmt.Println("Features: redis-storage")
+		return 0
+	case len(args) == 1 && args[0] == "--print-stats":
+		state := os.Getenv("FAKE_CCACHE_STATE")
+		_, err := os.Stat(state)
+		first := err != nil
+		os.WriteFile(state, []byte("seen"), 0o644)
+		hits, miss, remote := 10, 5, 0
+		if !first {
+			hits, miss, remote = 13, 6, 2
+		}
+		fmt.Printf("cache_miss\t%d\ndirect_cache_hit\t%d\npreprocessed_cache_hit\t0\nremote_storage_hit\t%d\nstats_updated_timestamp\t1700000000\n", miss, hits, remote)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "fake ccache: unexpected", args)
+	return 2
 }
 
 // fakePython answers the preflight probe ("-c ..."), and for anything else records a
@@ -48,6 +100,20 @@ func fakePython(args []string) int {
 		fmt.Println("/Applications/Xcode.app/Contents/Developer/Platforms/MacOSX.platform/Developer/SDKs/MacOSX.sdk")
 		return 0
 	}
+	if len(args) > 2 && args[0] == "-c" && strings.Contains(args[1], "import torch") {
+		// The torch check: torch comes from the tree unless $FAKE_TORCH_FILE says where.
+		file := os.Getenv("FAKE_TORCH_FILE")
+		if file == "" {
+			file = filepath.Join(args[2], "torch", "__init__.py")
+		}
+		out := map[string]string{"file": file, "git_version": os.Getenv("FAKE_TORCH_GIT"), "owner": os.Getenv("FAKE_TORCH_OWNER"), "owner_version": "9.9"}
+		if e := os.Getenv("FAKE_TORCH_ERROR"); e != "" {
+			out = map[string]string{"error": e}
+		}
+		data, _ := json.Marshal(out)
+		fmt.Println(string(data))
+		return 0
+	}
 	if len(args) > 0 && args[0] == "-c" {
 		exe, _ := os.Executable()
 		fmt.Println(exe)
@@ -57,20 +123,12 @@ func fakePython(args []string) int {
 		} else {
 			fmt.Println("True")
 		}
+		if os.Getenv("FAKE_EXTERNALLY_MANAGED") != "" {
+			fmt.Println("True")
+		} else {
+			fmt.Println("False")
+		}
 		return 0
-	}
-	if path := os.Getenv("FAKE_TRANSCRIPT"); path != "" {
-		dir, _ := os.Getwd()
-		tr := transcript{Argv: args, Dir: dir, Env: map[string]string{}}
-		for _, kv := range os.Environ() {
-			k, v, _ := strings.Cut(kv, "=")
-			tr.Env[k] = v
-		}
-		data, _ := json.Marshal(tr)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
 	}
 	switch os.Getenv("FAKE_MODE") {
 	case "ok":

@@ -17,6 +17,10 @@ const (
 	PhaseCompile   Phase = "compile"   // ninja (or make) building
 	PhaseInstall   Phase = "install"   // pip installing the editable package
 	PhaseDone      Phase = "done"
+	// PhaseVenv and PhaseRequirements come before the build, with --venv: creating the
+	// virtual environment and installing the tree's build requirements into it.
+	PhaseVenv         Phase = "venv"
+	PhaseRequirements Phase = "requirements"
 )
 
 // Event is one progress report.
@@ -250,6 +254,7 @@ func (t *Tracker) FirstErrors(n int) []string {
 // (tools redraw with it). A line longer than 64 KiB is cut there.
 type lineWriter struct {
 	t   *Tracker
+	fn  func(string) // receives the lines instead of t, when set
 	buf []byte
 }
 
@@ -269,7 +274,10 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 }
 
 func (w *lineWriter) flush() {
-	if len(w.buf) > 0 {
+	if len(w.buf) > 0 && w.fn != nil {
+		w.fn(string(w.buf))
+		w.buf = w.buf[:0]
+	} else if len(w.buf) > 0 {
 		w.t.Line(string(w.buf))
 		w.buf = w.buf[:0]
 	}

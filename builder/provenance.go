@@ -45,6 +45,12 @@ type Provenance struct {
 	Env map[string]string `json:"env"`
 	// Log is the build log.
 	Log string `json:"log"`
+	// Inputs are what the up-to-date check compares; InputsHash their SHA-256. Absent
+	// in stamps written before mpspatch checked whether a build was needed.
+	Inputs     *Inputs `json:"inputs,omitempty"`
+	InputsHash string  `json:"inputs_hash,omitempty"`
+	// Cache is what the compiler cache did in this build (its own statistics).
+	Cache *CacheStats `json:"cache,omitempty"`
 }
 
 // WriteProvenance writes p to tree/ProvenanceFile atomically: a temporary file in the

@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 		"mpspatch": func() {
 			os.Exit(cli.Main(context.Background(), os.Args[1:], cli.System()))
 		},
+		"fakepython": func() { os.Exit(fakePython()) },
 	})
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +23,10 @@ import (
 type buildOptions struct {
 	treeOptions
 	python string
+	venv   string
 	jobs   int
 	env    []string
+	force  bool
 }
 
 func newBuildCmd(d *deps) *cobra.Command {
@@ -46,9 +50,31 @@ quotes the first compiler errors.
 
 After a successful build, <tree>/torch/mpspatch_provenance.json records the mpspatch
 version, the upstream commit (the tree's HEAD), the series hash and applied patches,
-the build time, python and platform; verify reads it.`,
-		Example: `  mpspatch build --tree ~/src/pytorch --jobs 10
-  mpspatch build --tree . --python ~/venvs/torch/bin/python --env USE_CUDA=0 --env BUILD_TEST=0`,
+the build time, python and platform, the build's inputs and the compiler cache's hit
+rate; verify reads it.
+
+Up to date: when the upstream commit, each applied patch (by hash), the interpreter
+(path and version), the build arguments and environment and the compiler launcher are
+those of the stamped build, nothing is built and build says so (--force builds anyway).
+Otherwise it names what changed and builds; ninja recompiles only what that touched.
+
+--venv DIR (or [build] venv) builds in a virtual environment: created with --python
+when missing, the tree's requirements.txt and pyproject.toml [build-system] requires
+installed into it (again whenever they change). A requirement pip cannot find is named
+(exit 5).
+
+Compiler cache: ccache, else sccache, when found in PATH ([build.cache] tool) is set as
+CMAKE_{C,CXX,OBJC,OBJCXX}_COMPILER_LAUNCHER; [build.cache] remote shares it (Redis,
+HTTP, S3, GCS, WebDAV), the password coming from the variable named by password_env.
+The hit rate, from the tool's own statistics, is printed and stamped.
+
+After every build and on every up-to-date run, torch is imported with the build's
+interpreter from outside the tree: a torch from anywhere else (a wheel or older install
+shadowing the build) or with another git version is exit 4, naming the path and how to
+remove it.`,
+		Example: `  mpspatch build --tree ~/src/pytorch --venv ~/venvs/torch --jobs 10
+  mpspatch build --tree . --python ~/venvs/torch/bin/python --env USE_CUDA=0 --env BUILD_TEST=0
+  mpspatch build --tree ~/src/pytorch --venv ~/venvs/torch --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("jobs") {
@@ -59,7 +85,9 @@ the build time, python and platform; verify reads it.`,
 	}
 	addTreeFlags(cmd, &opts.treeOptions)
 	f := cmd.Flags()
-	f.StringVar(&opts.python, "python", "", "interpreter that builds PyTorch (default: config build.python)")
+	f.StringVar(&opts.python, "python", "", "interpreter that builds PyTorch, or creates --venv (default: config build.python)")
+	f.StringVar(&opts.venv, "venv", "", "virtual environment to build in, created with the tree's build requirements when missing (default: config build.venv)")
+	f.BoolVar(&opts.force, "force", false, "build even when the stamp says the tree is up to date")
 	f.IntVarP(&opts.jobs, "jobs", "j", 0, "parallel compile jobs, sets MAX_JOBS (default: config build.jobs; 0 lets PyTorch decide)")
 	f.StringArrayVar(&opts.env, "env", nil, "`KEY=VALUE` added to the build environment (repeatable; overrides config build.env)")
 	return cmd
@@ -67,12 +95,19 @@ the build time, python and platform; verify reads it.`,
 
 // buildReport is the result of `mpspatch build`.
 type buildReport struct {
-	Tree       string             `json:"tree"`
-	Log        string             `json:"log"`
-	Stamp      string             `json:"stamp"`
-	Seconds    float64            `json:"seconds"`
-	Provenance builder.Provenance `json:"provenance"`
-	Warnings   []string           `json:"warnings"`
+	Tree string `json:"tree"`
+	// UpToDate: nothing changed since the stamped build, so none ran; Changes say why
+	// one did.
+	UpToDate   bool                `json:"up_to_date"`
+	Changes    []string            `json:"changes"`
+	Venv       []string            `json:"venv"`
+	Log        string              `json:"log"`
+	Stamp      string              `json:"stamp"`
+	Seconds    float64             `json:"seconds"`
+	Provenance builder.Provenance  `json:"provenance"`
+	Cache      *builder.CacheStats `json:"cache"`
+	Torch      builder.TorchCheck  `json:"torch"`
+	Warnings   []string            `json:"warnings"`
 }
 
 func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
@@ -100,6 +135,15 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	if python == "" {
 		python = cfg.Build.Python
 	}
+	venv := opts.venv
+	if venv == "" {
+		venv = cfg.Build.Venv
+	}
+	if venv != "" {
+		if venv, err = filepath.Abs(venv); err != nil {
+			return usageErrorf("--venv %s: %v", opts.venv, err)
+		}
+	}
 	if fi, err := os.Stat(opts.tree); err != nil || !fi.IsDir() {
 		return usageErrorf("tree %s: %v", opts.tree, errOr(err, errors.New("not a directory")))
 	}
@@ -113,12 +157,21 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 
 	bar := newProgressLine(p, d.io.ErrTTY)
 	warn.bar = bar
+	cc := cfg.Build.Cache
 	res, err := builder.Build(ctx, builder.Options{
-		Tree: tree, Python: python, Args: cfg.Build.Args, Jobs: jobs, Env: env,
+		Tree: tree, Python: python, Venv: venv, Args: cfg.Build.Args, Jobs: jobs, Env: env, Force: opts.force,
 		LogDir: cfg.Build.LogDir, SeriesHash: seriesHash, Patches: applied, ToolVersion: version,
-		Reporter: buildReporter{bar: bar, warn: warn},
+		Cache: builder.CacheOptions{Tool: cc.Tool, Remote: cc.Remote, RemoteOnly: cc.RemoteOnly,
+			PasswordEnv: cc.PasswordEnv, Dir: cc.Dir, Env: cc.Env},
+		Reporter: buildReporter{bar: bar, warn: warn, p: p},
 	})
 	bar.finish()
+	var shadow *builder.ShadowError
+	if errors.As(err, &shadow) {
+		// The build (if one ran) succeeded and is stamped; the interpreter imports
+		// another torch. Exit 4: nothing must test that torch as if it were this build.
+		return withCode(ExitBuildFailed, err)
+	}
 	if err != nil {
 		var be *builder.BuildError
 		var ee *builder.EnvError
@@ -138,25 +191,43 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	for _, w := range res.Warnings {
 		warn.warn(w)
 	}
-	rep := buildReport{Tree: tree, Log: res.LogPath, Stamp: res.StampPath, Seconds: res.Duration.Seconds(),
-		Provenance: res.Provenance, Warnings: res.Warnings}
-	if rep.Warnings == nil {
-		rep.Warnings = []string{}
+	rep := buildReport{Tree: tree, UpToDate: res.UpToDate, Changes: nonNil(res.Changes), Venv: nonNil(res.Venv),
+		Log: res.LogPath, Stamp: res.StampPath, Seconds: res.Duration.Seconds(),
+		Provenance: res.Provenance, Cache: res.Cache, Torch: res.Torch, Warnings: nonNil(res.Warnings)}
+	if res.UpToDate {
+		rep.Log = res.Provenance.Log
 	}
 	return p.Result(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "%s %s in %s\n", p.Paint(green, "built"), tree, res.Duration.Round(time.Second))
-		fmt.Fprintf(w, "  log:   %s\n", res.LogPath)
+		if res.UpToDate {
+			fmt.Fprintf(w, "%s %s: nothing changed since the build of %s (--force rebuilds)\n", p.Paint(green, "up to date"),
+				tree, res.Provenance.BuiltAt.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(w, "%s %s in %s\n", p.Paint(green, "built"), tree, res.Duration.Round(time.Second))
+			fmt.Fprintf(w, "  because: %s\n", strings.Join(res.Changes, "; "))
+			fmt.Fprintf(w, "  log:   %s\n", res.LogPath)
+		}
 		fmt.Fprintf(w, "  stamp: %s\n", res.StampPath)
 		if n := len(res.Provenance.Patches); n > 0 {
 			fmt.Fprintf(w, "  series sha256:%s (%s applied)\n", res.Provenance.SeriesHash, plural(n, "patch"))
 		}
+		if res.Cache != nil {
+			fmt.Fprintf(w, "  compiler cache: %s\n", res.Cache)
+		}
+		fmt.Fprintf(w, "  torch: %s imports %s\n", res.Torch.Python, res.Torch.File)
 	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // appliedSeries finds what the stamp records about the series: the series hash when the
 // tree holds the whole series, and the names of the patches it holds. Problems are
 // warnings: a build of an unpatched tree is legitimate (a baseline), just recorded so.
-func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []string) {
+func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []builder.PatchRef) {
 	s, err := d.loadSeries(&opts.treeOptions)
 	if err != nil {
 		warn.warn(fmt.Sprintf("provenance: series not recorded: %v", err))
@@ -176,10 +247,11 @@ func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []strin
 		warn.warn(fmt.Sprintf("provenance: series not recorded: inspect %s: %v", opts.tree, err))
 		return "", nil
 	}
-	var applied []string
-	for _, ps := range st.Patches {
+	var applied []builder.PatchRef
+	for i, ps := range st.Patches {
 		if ps.State == series.Applied {
-			applied = append(applied, ps.Name)
+			sum := sha256.Sum256(s.Patches[i].Raw)
+			applied = append(applied, builder.PatchRef{Name: ps.Name, SHA256: hex.EncodeToString(sum[:])})
 		}
 	}
 	switch summary := st.Summary(); {
@@ -222,6 +294,13 @@ func (w *warnings) warn(msg string) {
 type buildReporter struct {
 	bar  *progressLine
 	warn *warnings
+	p    *printer
+}
+
+// Note implements builder's optional hook for what is about to happen and why.
+func (r buildReporter) Note(msg string) {
+	r.bar.clear()
+	r.p.Progressf("build: %s", msg)
 }
 
 func (r buildReporter) Report(e builder.Event) {
@@ -234,6 +313,9 @@ func (r buildReporter) Warn(msg string) { r.warn.warn(msg) }
 // buildProgressKey changes when a plain (non-terminal) log should get a new line: a new
 // phase, or another 5% of the compile.
 func buildProgressKey(e builder.Event) string {
+	if e.Phase == builder.PhaseRequirements {
+		return e.Line // one line per requirement collected
+	}
 	if e.Phase != builder.PhaseCompile || e.Percent < 0 {
 		return string(e.Phase)
 	}
@@ -241,6 +323,9 @@ func buildProgressKey(e builder.Event) string {
 }
 
 func formatBuildEvent(e builder.Event) string {
+	if e.Phase == builder.PhaseRequirements || e.Phase == builder.PhaseVenv {
+		return fmt.Sprintf("build: %s: %s", e.Phase, e.Line)
+	}
 	var b strings.Builder
 	b.WriteString("build: ")
 	b.WriteString(string(e.Phase))

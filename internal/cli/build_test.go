@@ -51,7 +51,7 @@ type fakeTranscript struct {
 func TestBuildCommand(t *testing.T) {
 	py := fakePython(t)
 	cfgPath := filepath.Join(t.TempDir(), "mpspatch.toml")
-	cfg := "[build]\njobs = 6\nlog_dir = \"build-logs\"\nenv = { USE_CUDA = \"0\", BUILD_TEST = \"1\" }\n"
+	cfg := "[build]\njobs = 6\nlog_dir = \"build-logs\"\nenv = { USE_CUDA = \"0\", BUILD_TEST = \"1\" }\n[build.cache]\ntool = \"none\"\n"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -218,5 +218,53 @@ func TestFormatBuildEvent(t *testing.T) {
 				t.Errorf("formatBuildEvent = %q, want %q", have, tt.want)
 			}
 		})
+	}
+}
+
+// TestBuildCommandUpToDate: the second run builds nothing and says so; --force builds;
+// a torch imported from elsewhere is exit 4 naming the path and the remedy.
+func TestBuildCommandUpToDate(t *testing.T) {
+	py := fakePython(t)
+	cfgPath := filepath.Join(t.TempDir(), "mpspatch.toml")
+	if err := os.WriteFile(cfgPath, []byte("[build.cache]\ntool = \"none\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := pytorchTree(t)
+	transcriptPath := filepath.Join(t.TempDir(), "transcript.json")
+	t.Setenv("FAKE_MODE", "ok")
+	t.Setenv("FAKE_TRANSCRIPT", transcriptPath)
+	build := func(extra ...string) (int, string, string) {
+		return runMain(t, append([]string{"--config", cfgPath, "build", "--tree", tree, "--python", py}, extra...)...)
+	}
+	if code, _, stderr := build(); code != ExitOK {
+		t.Fatalf("first build: exit %d\n%s", code, stderr)
+	}
+	os.Remove(transcriptPath)
+	code, stdout, stderr := build()
+	if code != ExitOK || !strings.Contains(stdout, "up to date "+tree+": nothing changed") || strings.Contains(stderr, "build: compile") {
+		t.Errorf("second build: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(transcriptPath); err == nil {
+		t.Error("an up-to-date build started the build command")
+	}
+	code, stdout, stderr = build("--force", "--json")
+	var rep buildReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitOK {
+		t.Fatalf("--force: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if rep.UpToDate || !slices.Equal(rep.Changes, []string{"--force"}) || !strings.Contains(stderr, "build: building: --force") {
+		t.Errorf("--force: report %+v\nstderr: %s", rep, stderr)
+	}
+
+	t.Setenv("FAKE_TORCH_FILE", "/opt/venv/lib/python3.12/site-packages/torch/__init__.py")
+	t.Setenv("FAKE_TORCH_OWNER", "torch")
+	code, _, stderr = build()
+	if code != ExitBuildFailed {
+		t.Fatalf("shadowed: exit %d, want %d\n%s", code, ExitBuildFailed, stderr)
+	}
+	for _, want := range []string{"imports torch from /opt/venv/lib/python3.12/site-packages/torch, not from the tree", py + " -m pip uninstall -y torch"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
 	}
 }

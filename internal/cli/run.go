@@ -43,6 +43,9 @@ type runOptions struct {
 	summaryFile string
 	noScaling   bool
 	suitesDir   string
+	// allowForeign is passed to verify: run the suites even when the interpreter's torch
+	// is not the build in --dir.
+	allowForeign bool
 }
 
 // The stages of `mpspatch run`, in order.
@@ -97,6 +100,7 @@ when that is set). The exit code is the first failing stage's code.`,
 	f.BoolVar(&opts.full, "full", false, "clone the whole history (for rebasing the series), not only the commit")
 	f.BoolVar(&opts.build, "build", false, "build on a platform without MPS too (default: build only on macOS)")
 	f.StringVar(&opts.python, "python", "", "interpreter that builds and is verified (default: config build.python / verify.python)")
+	f.BoolVar(&opts.allowForeign, "allow-foreign-torch", false, "verify even when the interpreter's torch is not the build in --dir (passed to verify)")
 	f.StringVar(&opts.device, "device", "", "device the suites run on: mps, cuda or cpu (default: config verify.device, else mps)")
 	f.StringVar(&opts.profile, "profile", "", "suite profile: quick or full (default: config verify.profile)")
 	f.StringArrayVar(&opts.suites, "suite", nil, "run only this suite file in verify (repeatable)")
@@ -293,7 +297,11 @@ func (r *runner) stages() []pipeline.Stage {
 					return pipeline.Result{}, err
 				}
 				r.built = true
-				return pipeline.Result{Detail: fmt.Sprintf("built in %.0f s", rep.Seconds), Report: rep.Log}, nil
+				detail := fmt.Sprintf("built in %.0f s", rep.Seconds)
+				if rep.UpToDate {
+					detail = "up to date (nothing built)"
+				}
+				return pipeline.Result{Detail: detail, Report: rep.Log}, nil
 			},
 		},
 		{
@@ -321,6 +329,7 @@ func (r *runner) stages() []pipeline.Stage {
 				in["scaling"] = fmt.Sprint(!r.opts.noScaling)
 				in["suites-dir"] = r.opts.suitesDir
 				in["report-dir"] = r.reportDir
+				in["allow-foreign-torch"] = fmt.Sprint(r.opts.allowForeign)
 				return in, nil
 			},
 			Run: r.verify,
@@ -412,6 +421,9 @@ func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, er
 		// Only a torch built in this tree is checked against it; without a build the
 		// suites run against whatever torch the interpreter has, as the summary says.
 		args = append(args, "--tree", r.dir)
+		if r.opts.allowForeign {
+			args = append(args, "--allow-foreign-torch")
+		}
 	}
 	var out bytes.Buffer
 	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)

@@ -105,9 +105,11 @@ func newRunFixture(t *testing.T) runFixture {
 	return runFixture{dir: filepath.Join(work, "pytorch"), config: cfg, patches: patches, suites: suites}
 }
 
+// args runs the whole job. --allow-foreign-torch: the fake build makes no importable
+// torch, so verify (with Debian's torch) would rightly refuse --tree's build otherwise.
 func (f runFixture) args(extra ...string) []string {
 	return append([]string{"--config", f.config, "--json", "run", "--dir", f.dir, "--device", "cpu",
-		"--build", "--no-scaling", "--suites-dir", f.suites}, extra...)
+		"--build", "--no-scaling", "--suites-dir", f.suites, "--allow-foreign-torch"}, extra...)
 }
 
 // runOutcomes decodes run's JSON summary into "stage=outcome" words.

@@ -31,6 +31,8 @@ type verifyOptions struct {
 	noScaling bool
 	suitesDir string
 	render    string
+	// allowForeign runs the suites even when --tree's build is not the torch loaded.
+	allowForeign bool
 
 	threadsSet bool // --threads given on the command line (also sent to the benchmark)
 }
@@ -45,7 +47,8 @@ interpreter loads, each suite file in its own process, and report every test.
 
 Before anything runs, verify prints which torch is loaded: version, git hash, path, and the
 mpspatch provenance stamp next to it when the build came from 'mpspatch build'. With --tree it
-warns when that torch is not the one built in the tree.
+refuses (exit 5) to run when that torch is not the tree's build (loaded from elsewhere, or a
+git version other than the tree's HEAD), unless --allow-foreign-torch.
 
 A crash (segfault, abort, Metal assertion) or a hang past --timeout is recorded against the
 test that was running, and the rest of the file continues in a fresh process: a crash costs
@@ -70,7 +73,8 @@ or times out; 5 when the interpreter has no torch or pytest.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.tree, "tree", "", "PyTorch tree the build came from; warn when python loads torch from elsewhere")
+	f.StringVar(&opts.tree, "tree", "", "PyTorch tree the build came from; refuse to run when python loads another torch")
+	f.BoolVar(&opts.allowForeign, "allow-foreign-torch", false, "with --tree: run even when the torch loaded is not the tree's build (a warning instead)")
 	f.StringVar(&opts.python, "python", "", "interpreter whose torch is verified (default: [verify] python)")
 	f.StringVar(&opts.device, "device", "", "mps, cuda or cpu (default: [verify] device, else the best available)")
 	f.StringVar(&opts.profile, "profile", "", "quick or full (default: [verify] profile)")
@@ -207,7 +211,12 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	if err != nil {
 		return probeError(ctx, err)
 	}
-	patched.CheckTree(opts.tree)
+	if err := foreignTorch(ctx, patched, opts.tree); err != nil {
+		if !opts.allowForeign {
+			return withCode(ExitUnsupported, err)
+		}
+		patched.Warnings = append(patched.Warnings, err.Error()+" (--allow-foreign-torch: running anyway)")
+	}
 	envs := []verify.Env{patched}
 	if opts.baseline != "" {
 		p.Progressf("verify: probing baseline %s", opts.baseline)

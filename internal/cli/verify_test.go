@@ -317,3 +317,42 @@ func TestVerifyBaseline(t *testing.T) {
 		t.Error("report.html lacks the baseline column or its warning")
 	}
 }
+
+// TestVerifyForeignTorch: --tree refuses a torch that is not the tree's build (Debian's
+// torch is not in a temporary tree), and --allow-foreign-torch turns that into a warning.
+func TestVerifyForeignTorch(t *testing.T) {
+	py := verifyPython(t)
+	tree := t.TempDir()
+	code, _, stderr := runMain(t, "verify", "--python", py, "--device", "cpu", "--tree", tree, "--report-dir", t.TempDir())
+	if code != ExitUnsupported {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitUnsupported, stderr)
+	}
+	for _, want := range []string{"verify --tree " + tree, "loads torch from", "not the tree's build: refusing", "--allow-foreign-torch"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tree, "results.jsonl")); err == nil {
+		t.Error("a refused run wrote results")
+	}
+
+	// One trivial suite keeps this quick: what is tested is that the suites run at all.
+	suites := t.TempDir()
+	for name, text := range map[string]string{
+		"test_one.py": "def test_one():\n    pass\n",
+		"conftest.py": "def pytest_addoption(parser):\n    for o in ('--device', '--threads', '--profile'):\n        parser.addoption(o, default=None)\n",
+	} {
+		if err := os.WriteFile(filepath.Join(suites, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	code, _, stderr = runMain(t, "verify", "--python", py, "--device", "cpu", "--tree", tree, "--allow-foreign-torch",
+		"--suites-dir", suites, "--no-scaling", "--report-dir", dir)
+	if code == ExitUnsupported || !strings.Contains(stderr, "--allow-foreign-torch: running anyway") {
+		t.Errorf("--allow-foreign-torch: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.jsonl")); err != nil {
+		t.Errorf("--allow-foreign-torch ran nothing: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -53,6 +54,21 @@ type Build struct {
 	Jobs   int               `toml:"jobs"`
 	Env    map[string]string `toml:"env"`
 	LogDir string            `toml:"log_dir"`
+	// Venv, when set, is the virtual environment the build uses: created when missing,
+	// the tree's build requirements installed into it.
+	Venv  string     `toml:"venv"`
+	Cache BuildCache `toml:"cache"`
+}
+
+// BuildCache configures the compiler cache (ccache or sccache) and its shared storage.
+// Secrets never live here: PasswordEnv names the environment variable holding one.
+type BuildCache struct {
+	Tool        string            `toml:"tool"`
+	Remote      string            `toml:"remote"`
+	RemoteOnly  bool              `toml:"remote_only"`
+	PasswordEnv string            `toml:"password_env"`
+	Dir         string            `toml:"dir"`
+	Env         map[string]string `toml:"env"`
 }
 
 // Verify holds the settings of `mpspatch verify`.
@@ -311,6 +327,36 @@ func (c Config) validate(name string) error {
 	}
 	if c.Build.Jobs < 0 {
 		return &Error{File: name, Key: "build.jobs", Msg: "must not be negative"}
+	}
+	return c.Build.Cache.validate(name)
+}
+
+// secretName matches variable names that hold credentials; such values come from the
+// environment, never from a file that gets committed and shared.
+var secretName = regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
+
+func (bc BuildCache) validate(name string) error {
+	switch bc.Tool {
+	case "auto", "ccache", "sccache", "none":
+	default:
+		return &Error{File: name, Key: "build.cache.tool", Msg: fmt.Sprintf("want \"auto\", \"ccache\", \"sccache\" or \"none\", have %q", bc.Tool)}
+	}
+	if bc.Remote != "" {
+		u, err := url.Parse(bc.Remote)
+		if err != nil || u.Scheme == "" {
+			return &Error{File: name, Key: "build.cache.remote", Msg: fmt.Sprintf("want a URL such as \"redis://cache.example:6379\", have %q", bc.Remote)}
+		}
+		if _, has := u.User.Password(); has {
+			return &Error{File: name, Key: "build.cache.remote", Msg: "holds a password: remove it and name the environment variable that holds it in build.cache.password_env"}
+		}
+	}
+	if bc.PasswordEnv != "" && bc.Remote == "" {
+		return &Error{File: name, Key: "build.cache.password_env", Msg: "set, but build.cache.remote is empty"}
+	}
+	for k := range bc.Env {
+		if secretName.MatchString(k) {
+			return &Error{File: name, Key: "build.cache.env." + k, Msg: "looks like a secret: set it in the environment mpspatch runs in, not in the config file"}
+		}
 	}
 	return nil
 }

@@ -45,6 +45,22 @@ func TestParse(t *testing.T) {
 		{name: "bad threads", in: "[verify]\nthreads = [0]\n", wantErr: "verify.threads"},
 		{name: "syntax", in: "[verify\n", wantErr: "cfg.toml:1"},
 		{name: "empty build args", in: "[build]\nargs = []\n", wantErr: "build.args: must not be empty"},
+		{name: "cache settings", in: "[build]\nvenv = \"/v\"\n[build.cache]\ntool = \"ccache\"\nremote = \"redis://cache.lan:6379\"\npassword_env = \"CACHE_PW\"\nenv = { CCACHE_COMPILERCHECK = \"content\" }\n",
+			check: func(t *testing.T, c Config) {
+				if c.Build.Venv != "/v" || c.Build.Cache.Tool != "ccache" || c.Build.Cache.PasswordEnv != "CACHE_PW" || c.Build.Cache.Env["CCACHE_COMPILERCHECK"] != "content" {
+					t.Errorf("have %+v", c.Build)
+				}
+			}},
+		{name: "default cache", in: "", check: func(t *testing.T, c Config) {
+			if c.Build.Cache.Tool != "auto" || c.Build.Cache.Remote != "" || c.Build.Venv != "" {
+				t.Errorf("have %+v", c.Build)
+			}
+		}},
+		{name: "bad cache tool", in: "[build.cache]\ntool = \"distcc\"\n", wantErr: "build.cache.tool"},
+		{name: "password in the remote", in: "[build.cache]\nremote = \"redis://u:hunter2@cache.lan\"\n", wantErr: "build.cache.remote: holds a password"},
+		{name: "secret in the cache env", in: "[build.cache]\nenv = { AWS_SECRET_ACCESS_KEY = \"x\" }\n", wantErr: "build.cache.env.AWS_SECRET_ACCESS_KEY: looks like a secret"},
+		{name: "token in the cache env", in: "[build.cache]\nenv = { ACTIONS_RUNTIME_TOKEN = \"x\" }\n", wantErr: "looks like a secret"},
+		{name: "password_env without remote", in: "[build.cache]\npassword_env = \"X\"\n", wantErr: "build.cache.password_env"},
 		{name: "custom build args", in: "[build]\nargs = [\"setup.py\", \"develop\"]\n", check: func(t *testing.T, c Config) {
 			if len(c.Build.Args) != 2 || c.Build.Args[0] != "setup.py" {
 				t.Errorf("args: have %q", c.Build.Args)
@@ -57,6 +73,9 @@ func TestParse(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("have error %v, want one containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error shows the password: %v", err)
 				}
 				var ce *Error
 				if !errors.As(err, &ce) {

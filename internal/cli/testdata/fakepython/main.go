@@ -1,6 +1,7 @@
 // Command fakepython stands in for python in the `mpspatch build` tests (built by the
 // test, never installed). It answers the builder's preflight probe (-c ...), writes its
-// argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
+// torch check (torch from the tree unless
+// $FAKE_TORCH_FILE), writes its argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
 // $FAKE_MODE: "ok" prints a pip-like build with ninja progress and exits 0; "fail" prints
 // compiler errors and exits 1; "hang" writes its pid to $FAKE_STARTED and sleeps, to be interrupted. With $FAKE_NO_PIP set the probe says pip is missing.
 package main
@@ -9,12 +10,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
 
 func main() {
 	args := os.Args[1:]
+	if len(args) > 2 && args[0] == "-c" && strings.Contains(args[1], "import torch") {
+		// The builder's torch check: torch comes from the tree (args[2]) unless
+		// $FAKE_TORCH_FILE says where.
+		file := os.Getenv("FAKE_TORCH_FILE")
+		if file == "" {
+			file = filepath.Join(args[2], "torch", "__init__.py")
+		}
+		data, _ := json.Marshal(map[string]string{"file": file, "git_version": "", "owner": os.Getenv("FAKE_TORCH_OWNER"), "owner_version": "2.9.1"})
+		fmt.Println(string(data))
+		return
+	}
 	if len(args) > 0 && args[0] == "-c" {
 		exe, _ := os.Executable()
 		fmt.Println(exe)
