@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/stack"
 )
 
 type applyOptions struct {
@@ -19,6 +20,9 @@ type applyOptions struct {
 	fsync      bool
 	noIntents  bool
 	reverse    bool
+	commit     bool
+	branch     string
+	force      bool
 }
 
 func newApplyCmd(d *deps) *cobra.Command {
@@ -38,10 +42,17 @@ One mpspatch works on a tree at a time; another waits a few seconds, then gives 
 
 Applying to a tree that already holds the series does nothing (exit 0). A tree where some
 touched files are patched and others not, or a touched file carries edits of its own, is
-refused with each file's state (exit 3).`,
+refused with each file's state (exit 3).
+
+--commit (for patch authors, see docs/authoring.md) records the series in git instead:
+a new branch (--branch, default mpspatch/series; an existing one only with --force) at
+HEAD, one commit per patch with the mail's author, date and message and a
+"Series-Id: NNNN" trailer naming the entry. The tree must be a clean git work tree; the
+result is byte-identical to a plain apply.`,
 		Example: `  mpspatch apply --tree ~/src/pytorch
   mpspatch apply --tree ~/src/pytorch --dry-run
-  mpspatch apply --tree . --patches ./patches --json`,
+  mpspatch apply --tree . --patches ./patches --json
+  mpspatch apply --tree ~/src/pytorch --commit   # one commit per patch on mpspatch/series`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runApply(cmd.Context(), d, opts)
@@ -52,6 +63,9 @@ refused with each file's state (exit 3).`,
 	cmd.Flags().BoolVar(&opts.ignoreBase, "ignore-base", false, "accept touched files that differ from the recorded base when every hunk still locates")
 	cmd.Flags().BoolVar(&opts.fsync, "fsync", false, "sync the journal and files to disk (durable across power loss; a killed process needs no sync)")
 	cmd.Flags().BoolVar(&opts.noIntents, "no-intents", false, "write even when an Intent: of the series does not hold on the result")
+	cmd.Flags().BoolVar(&opts.commit, "commit", false, "apply as one git commit per patch on a new branch")
+	cmd.Flags().StringVar(&opts.branch, "branch", stack.DefaultBranch, "with --commit: the branch to create")
+	cmd.Flags().BoolVar(&opts.force, "force", false, "with --commit: replace an existing branch")
 	return cmd
 }
 
@@ -103,6 +117,9 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		return err
 	}
 	defer root.Close()
+	if opts.commit {
+		return runApplyCommit(ctx, d, opts, s, root)
+	}
 
 	verb := "apply"
 	do := series.Apply

@@ -94,6 +94,9 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newRunCmd(d),
 		newUpstreamCmd(d),
 		newCacheCmd(d),
+		newExportCmd(d),
+		newImportCmd(d),
+		newRebaseCmd(d),
 	)
 	return root
 }

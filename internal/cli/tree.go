@@ -60,6 +60,12 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 		}
 		s, err = series.Load(root.FS(), ".", dir)
 		root.Close()
+		if err != nil {
+			// Plain `git format-patch` output: usable as import would normalise it.
+			if fs, ok := d.loadFormatPatchDir(dir, d.printer().Warnf); ok {
+				s, err = fs, nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, withCode(ExitCheckFailed, err)

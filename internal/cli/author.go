@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/stack"
+)
+
+// Helpers shared by the patch-author commands (apply --commit, export, import, rebase).
+
+// authorGit is the git the author commands run: the user's, in the user's environment
+// (export pins every setting that changes its output itself).
+func authorGit() *gitcli.Git { return &gitcli.Git{} }
+
+// seriesDirFor says which series directory an author command writes: --patches, else
+// the config's patches.dir. The embedded series cannot be written.
+func (d *deps) seriesDirFor(o *treeOptions, verb string) (string, error) {
+	if o.patches != "" {
+		return o.patches, nil
+	}
+	cfg, err := d.config()
+	if err != nil {
+		return "", err
+	}
+	dir := cfg.Patches.Dir
+	if dir == "" {
+		return "", usageErrorf("%s: name the series directory with --patches (or patches.dir in the config); the series built into mpspatch cannot be written", verb)
+	}
+	if cfg.Path != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(cfg.Path), dir)
+	}
+	return dir, nil
+}
+
+// pinnedBase is the commit the series is written against: --base, else the config's
+// upstream.commit.
+func (d *deps) pinnedBase(base string) (string, error) {
+	if base != "" {
+		return base, nil
+	}
+	cfg, err := d.config()
+	if err != nil {
+		return "", err
+	}
+	if cfg.Upstream.Commit == "" {
+		return "", usageErrorf("no base commit: give --base REV or set upstream.commit in the config")
+	}
+	return cfg.Upstream.Commit, nil
+}
+
+// intentChecker judges a patch's intents with metalcheck, for the rebase: the same
+// evaluation apply and check use, reduced to the ones that fail.
+func intentChecker(p *series.Patch, read func(string) ([]byte, error)) []string {
+	var broken []string
+	for _, r := range evaluatePatchIntents(p, read) {
+		if !r.OK {
+			broken = append(broken, r.Intent)
+		}
+	}
+	return broken
+}
+
+// loadFormatPatchDir reads a plain `git format-patch` directory (no series file) as
+// import would normalise it, warning about each normalisation.
+func (d *deps) loadFormatPatchDir(dir string, warn func(string, ...any)) (*series.Series, bool) {
+	if !stack.LooksLikeFormatPatchDir(dir) {
+		return nil, false
+	}
+	fsys, warnings, err := stack.NormalisedView(dir)
+	if err != nil {
+		return nil, false
+	}
+	s, err := series.Load(fsys, ".", dir)
+	if err != nil {
+		return nil, false
+	}
+	for _, w := range warnings {
+		warn("%s", w)
+	}
+	return s, true
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/stack"
+)
+
+type importOptions struct {
+	treeOptions
+	dryRun bool
+}
+
+func newImportCmd(d *deps) *cobra.Command {
+	opts := &importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import DIR|MBOX",
+		Short: "Add patches written by plain git format-patch (a directory or an mbox) to the series",
+		Long: `Read the mails of a directory written by plain git format-patch (names such as
+0001-Fix-the-Stream.patch; in the order of its series file when it has one), or of an
+mbox holding several mails, and append them to the series as new entries with the next
+free IDs. Names and headers are normalised: NNNN-slug.patch, a zero SHA on the From line,
+a plain [PATCH] subject prefix on one line, no version signature. What was normalised is
+listed per patch.`,
+		Example: `  git format-patch -o /tmp/out v2.9.1..my-fix
+  mpspatch import /tmp/out --patches patches/
+  mpspatch import fixes.mbox --patches patches/ --dry-run`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runImport(cmd.Context(), d, opts, args[0])
+		},
+	}
+	addPatchesFlag(cmd, &opts.treeOptions)
+	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "report what would be imported, write nothing")
+	return cmd
+}
+
+func runImport(ctx context.Context, d *deps, opts *importOptions, src string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir, err := d.seriesDirFor(&opts.treeOptions, "import")
+	if err != nil {
+		return err
+	}
+	res, err := stack.Import(stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
+	if err != nil {
+		return withCode(ExitCheckFailed, err)
+	}
+	p := d.printer()
+	return p.Result(res, func(w io.Writer) {
+		for _, im := range res.Patches {
+			fmt.Fprintf(w, "  %-44s <- %s\n", im.Name, im.Source)
+			if len(im.Notes) > 0 {
+				fmt.Fprintf(w, "      normalised: %s\n", strings.Join(im.Notes, "; "))
+			}
+		}
+		verb := "imported"
+		if opts.dryRun {
+			verb = "dry run: would import"
+		}
+		fmt.Fprintf(w, "%s %s into %s\n", verb, plural(len(res.Patches), "patch"), dir)
+	})
+}

@@ -1,0 +1,220 @@
+package gitcli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// The operations in this file serve the patch-author workflow (internal/stack): writing
+// commits as mails, moving a branch, resetting a tree.
+
+// formatPatchConfig pins every configuration key that changes what `git format-patch`
+// writes, so that the mails are the same whatever the user's ~/.gitconfig or the
+// repository's config says. Flags below pin the rest; a flag wins over config, and
+// where both exist both are given so that a future git that drops one still honours
+// the other.
+var formatPatchConfig = []string{
+	"-c", "diff.noprefix=false",
+	"-c", "diff.mnemonicPrefix=false",
+	"-c", "format.noprefix=false",
+	"-c", "core.quotePath=true",
+	"-c", "diff.suppressBlankEmpty=false",
+	"-c", "diff.statGraphWidth=0",
+	"-c", "diff.statNameWidth=0",
+	"-c", "format.encodeEmailHeaders=true",
+	"-c", "format.headers=",
+	"-c", "format.forceInBodyFrom=false",
+	"-c", "i18n.logOutputEncoding=UTF-8",
+	"-c", "log.showSignature=false",
+	"-c", "color.ui=never",
+	"-c", "color.diff=never",
+}
+
+// formatPatchFlags are the normalising flags: a zero SHA on the From line, no
+// [PATCH n/m], no version signature, full blob IDs on the index lines (the series
+// engine's status relies on them), no rename detection, the default diff algorithm and
+// context, a/ b/ prefixes, and none of the headers format.* settings may add.
+var formatPatchFlags = []string{
+	"format-patch", "--stdout", "--zero-commit", "--no-numbered", "--no-signature",
+	"--full-index", "--no-renames", "--no-color", "--no-thread", "--no-cover-letter",
+	"--no-signoff", "--subject-prefix=PATCH", "--src-prefix=a/", "--dst-prefix=b/",
+	"-U3", "--inter-hunk-context=0", "--diff-algorithm=myers", "--no-ext-diff",
+	"--no-textconv", "--no-relative", "--no-to", "--no-cc", "--no-add-header", "--no-base",
+	"--no-from", "--no-notes", "--encoding=UTF-8", "-O" + devNull, "--binary",
+}
+
+// devNull is an empty order file; -O with it disables diff.orderFile.
+const devNull = "/dev/null"
+
+// FormatPatch writes the commits in rng (a revision range such as "BASE..HEAD") as one
+// mbox of normalised mails, oldest first, independent of the user's git configuration
+// (see formatPatchFlags).
+func (g *Git) FormatPatch(ctx context.Context, dir, rng string) ([]byte, error) {
+	args := append(append(append([]string{}, formatPatchConfig...), formatPatchFlags...), "--end-of-options", rng)
+	return g.exec(ctx, call{op: "format-patch " + rng, dir: dir, args: args})
+}
+
+// RevList lists the commits of rng, oldest first (`git rev-list --reverse`).
+func (g *Git) RevList(ctx context.Context, dir, rng string, extra ...string) ([]string, error) {
+	args := append([]string{"rev-list", "--reverse"}, extra...)
+	args = append(args, "--end-of-options", rng)
+	out, err := g.exec(ctx, call{op: "rev-list " + rng, dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// CurrentBranch returns the branch HEAD points at ("" when HEAD is detached).
+func (g *Git) CurrentBranch(ctx context.Context, dir string) (string, error) {
+	out, err := g.exec(ctx, call{op: "symbolic-ref HEAD", dir: dir, args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BranchCommit returns the commit branch points at, or "" when there is no such branch.
+func (g *Git) BranchCommit(ctx context.Context, dir, branch string) (string, error) {
+	out, err := g.exec(ctx, call{op: "show-ref " + branch, dir: dir,
+		args: []string{"rev-parse", "-q", "--verify", "refs/heads/" + branch + "^{commit}"}})
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// SetBranch points branch at commit. With old non-empty the update happens only if the
+// branch still points at old (compare and swap, as `git update-ref NEW OLD`).
+func (g *Git) SetBranch(ctx context.Context, dir, branch, commit, old, reason string) error {
+	args := []string{"update-ref", "-m", reason, "refs/heads/" + branch, commit}
+	if old != "" {
+		args = append(args, old)
+	}
+	_, err := g.exec(ctx, call{op: "update-ref " + branch, dir: dir, args: args})
+	return err
+}
+
+// Switch checks out branch (force discards local changes to tracked files when set).
+func (g *Git) Switch(ctx context.Context, dir, branch string, force bool) error {
+	args := []string{"-c", "advice.detachedHead=false", "checkout", "-q"}
+	if force {
+		args = append(args, "-f")
+	}
+	args = append(args, branch, "--")
+	_, err := g.exec(ctx, call{op: "checkout " + branch, dir: dir, args: args})
+	return err
+}
+
+// Detach checks out commit with a detached HEAD; force discards changes to tracked
+// files and unmerged index entries (as `git checkout -f`).
+func (g *Git) Detach(ctx context.Context, dir, commit string, force bool) error {
+	args := []string{"-c", "advice.detachedHead=false", "checkout", "-q"}
+	if force {
+		args = append(args, "-f")
+	}
+	args = append(args, "--detach", commit, "--")
+	_, err := g.exec(ctx, call{op: "checkout --detach " + commit, dir: dir, args: args})
+	return err
+}
+
+// ResetHard makes HEAD, index and work tree match commit (`git reset --hard`); untracked
+// files are left alone.
+func (g *Git) ResetHard(ctx context.Context, dir, commit string) error {
+	_, err := g.exec(ctx, call{op: "reset --hard " + commit, dir: dir, args: []string{"reset", "-q", "--hard", commit, "--"}})
+	return err
+}
+
+// GitDir returns the absolute path of the repository's git directory (where state that
+// must not show up in the work tree belongs).
+func (g *Git) GitDir(ctx context.Context, dir string) (string, error) {
+	out, err := g.exec(ctx, call{op: "rev-parse --git-dir", dir: dir, args: []string{"rev-parse", "--absolute-git-dir"}})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Clean(strings.TrimSpace(string(out))), nil
+}
+
+// LastCommitTouching returns the newest commit of rng that touched any of paths, with its
+// subject ("" when none did).
+func (g *Git) LastCommitTouching(ctx context.Context, dir, rng string, paths []string) (sha, subject string, err error) {
+	args := []string{"log", "-1", "--no-color", "--format=%H %s", "--end-of-options", rng, "--"}
+	args = append(args, paths...)
+	out, err := g.exec(ctx, call{op: "log " + rng, dir: dir, args: args})
+	if err != nil {
+		return "", "", err
+	}
+	line := strings.TrimSpace(string(out))
+	sha, subject, _ = strings.Cut(line, " ")
+	return sha, subject, nil
+}
+
+// CommitStaged records the index as a commit with message, author and author date, and
+// returns its SHA. Hooks are not run; the message is kept verbatim.
+func (g *Git) CommitStaged(ctx context.Context, dir, message, author, date string, allowEmpty bool) (string, error) {
+	args := []string{"commit", "-q", "--no-verify", "--no-gpg-sign", "--cleanup=verbatim", "-F", "-"}
+	if allowEmpty {
+		args = append(args, "--allow-empty")
+	}
+	if author != "" {
+		args = append(args, "--author", author)
+	}
+	if date != "" {
+		args = append(args, "--date", date)
+	}
+	if _, err := g.exec(ctx, call{op: "commit", dir: dir, args: args, stdin: strings.NewReader(message)}); err != nil {
+		return "", err
+	}
+	return g.RevParse(ctx, dir, "HEAD")
+}
+
+// Add stages paths (additions, modifications and deletions) in dir.
+func (g *Git) Add(ctx context.Context, dir string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	args := append([]string{"add", "-A", "--"}, paths...)
+	_, err := g.exec(ctx, call{op: "add", dir: dir, args: args})
+	return err
+}
+
+// Unmerged lists the paths the index holds in conflict.
+func (g *Git) Unmerged(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.exec(ctx, call{op: "diff --name-only --diff-filter=U", dir: dir,
+		args: []string{"-c", "core.quotePath=false", "diff", "--name-only", "-z", "--diff-filter=U"}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			paths = append(paths, string(p))
+		}
+	}
+	return paths, nil
+}
+
+// HasStagedChanges says whether the index differs from HEAD.
+func (g *Git) HasStagedChanges(ctx context.Context, dir string) (bool, error) {
+	_, err := g.exec(ctx, call{op: "diff --cached --quiet", dir: dir, args: []string{"diff", "--cached", "--quiet", "--no-ext-diff"}})
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("git diff --cached: %w", err)
+	}
+	return false, nil
+}

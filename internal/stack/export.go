@@ -1,0 +1,251 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+// ExportOptions say what to export where.
+type ExportOptions struct {
+	// Tree is the git work tree holding the series commits.
+	Tree string
+	// Base is the commit the series starts on (exclusive); Head its last commit
+	// (default HEAD).
+	Base, Head string
+	// Dir is the series directory to write.
+	Dir string
+	// Check computes everything and writes nothing.
+	Check bool
+}
+
+// File actions in an ExportResult.
+const (
+	Unchanged = "unchanged"
+	Created   = "created"
+	Updated   = "updated"
+	Deleted   = "deleted"
+)
+
+// FileChange is what export does (or, with Check, would do) to one file.
+type FileChange struct {
+	Name    string `json:"file"`
+	Action  string `json:"action"`
+	ID      int    `json:"id,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Commit  string `json:"commit,omitempty"`
+}
+
+// ExportResult is the outcome of Export.
+type ExportResult struct {
+	Dir     string       `json:"dir"`
+	Base    string       `json:"base"`
+	Head    string       `json:"head"`
+	Files   []FileChange `json:"files"`
+	Retired []int        `json:"retired,omitempty"`
+	// Changed is set when any file differs (was written, or would be with Check).
+	Changed bool `json:"changed"`
+}
+
+// exportedPatch is one commit as a series entry.
+type exportedPatch struct {
+	commit  string
+	id      int
+	name    string
+	subject string
+	mail    []byte
+}
+
+// Export turns the commits Base..Head of Tree into the series directory Dir: one
+// normalised mail per commit, stable IDs, the order in `series`, dropped patches retired.
+func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResult, error) {
+	head := opts.Head
+	if head == "" {
+		head = "HEAD"
+	}
+	base, err := g.RevParse(ctx, opts.Tree, opts.Base)
+	if err != nil {
+		return nil, fmt.Errorf("export: base %s: %w", opts.Base, err)
+	}
+	headSHA, err := g.RevParse(ctx, opts.Tree, head)
+	if err != nil {
+		return nil, fmt.Errorf("export: head %s: %w", head, err)
+	}
+	sd, err := readSeriesDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	pats, err := exportCommits(ctx, g, opts.Tree, base, headSHA, sd)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Dir: opts.Dir, Base: base, Head: headSHA}
+
+	want := map[string][]byte{}
+	var names []string
+	kept := map[int]bool{}
+	for _, p := range pats {
+		want[p.name] = p.mail
+		names = append(names, p.name)
+		kept[p.id] = true
+	}
+	retired := map[int]bool{}
+	for id := range sd.retired {
+		if !kept[id] {
+			retired[id] = true
+		}
+	}
+	for _, n := range sd.names {
+		if id, ok := patchID(n); ok && !kept[id] {
+			retired[id] = true
+		}
+	}
+	header := sd.header
+	if !sd.exists {
+		header = defaultHeader
+	}
+	order := orderFile(header, names, retired)
+
+	for _, p := range pats {
+		fc := FileChange{Name: p.name, ID: p.id, Subject: p.subject, Commit: p.commit, Action: Unchanged}
+		old, ok := sd.files[p.name]
+		switch {
+		case !ok:
+			fc.Action = Created
+		case !bytes.Equal(old, p.mail):
+			fc.Action = Updated
+		}
+		res.Files = append(res.Files, fc)
+	}
+	var gone []string
+	for name := range sd.files {
+		if _, ok := want[name]; ok {
+			continue
+		}
+		// Only files the old series listed are export's to delete; a stray file is the
+		// author's (series lint names it).
+		for _, n := range sd.names {
+			if n == name {
+				gone = append(gone, name)
+			}
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		id, _ := patchID(name)
+		res.Files = append(res.Files, FileChange{Name: name, ID: id, Action: Deleted})
+	}
+	oldOrder, _ := os.ReadFile(filepath.Join(opts.Dir, series.OrderFile))
+	orderAction := Unchanged
+	switch {
+	case !sd.exists:
+		orderAction = Created
+	case !bytes.Equal(oldOrder, order):
+		orderAction = Updated
+	}
+	res.Files = append(res.Files, FileChange{Name: series.OrderFile, Action: orderAction})
+	for id := range retired {
+		res.Retired = append(res.Retired, id)
+	}
+	sort.Ints(res.Retired)
+	for _, f := range res.Files {
+		if f.Action != Unchanged {
+			res.Changed = true
+		}
+	}
+	if opts.Check || !res.Changed {
+		return res, nil
+	}
+
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return res, fmt.Errorf("export: %w", err)
+	}
+	// Patch files first, then the order file, then deletions: a crash in between leaves
+	// at worst an unlisted new file or a listed stale one, both named by lint.
+	for _, f := range res.Files {
+		if f.Name == series.OrderFile || (f.Action != Created && f.Action != Updated) {
+			continue
+		}
+		if err := atomicfile.WriteBytes(filepath.Join(opts.Dir, f.Name), want[f.Name], atomicfile.Options{}); err != nil {
+			return res, fmt.Errorf("export: %w", err)
+		}
+	}
+	if orderAction != Unchanged {
+		if err := atomicfile.WriteBytes(filepath.Join(opts.Dir, series.OrderFile), order, atomicfile.Options{}); err != nil {
+			return res, fmt.Errorf("export: %w", err)
+		}
+	}
+	for _, name := range gone {
+		if err := os.Remove(filepath.Join(opts.Dir, name)); err != nil {
+			return res, fmt.Errorf("export: delete %s: %w", name, err)
+		}
+	}
+	return res, nil
+}
+
+// exportCommits formats base..head and gives every commit its ID and file name.
+func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, sd *seriesDir) ([]exportedPatch, error) {
+	rng := base + ".." + head
+	merges, err := g.RevList(ctx, tree, rng, "--merges")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if len(merges) > 0 {
+		return nil, fmt.Errorf("export %s: commit %s is a merge; a series is a straight line of commits (rebase it first)", rng, merges[0])
+	}
+	commits, err := g.RevList(ctx, tree, rng)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if len(commits) == 0 {
+		return nil, nil
+	}
+	mbox, err := g.FormatPatch(ctx, tree, rng)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	mails := splitMbox(mbox)
+	if len(mails) != len(commits) {
+		return nil, fmt.Errorf("export %s: git format-patch wrote %d mails for %d commits (a commit message holding a `From <sha>` line?)", rng, len(mails), len(commits))
+	}
+	next := sd.maxID()
+	used := map[int]bool{}
+	pats := make([]exportedPatch, len(mails))
+	for i, m := range mails {
+		parts, err := splitMail(m)
+		if err != nil {
+			return nil, fmt.Errorf("export: commit %s: %w", commits[i], err)
+		}
+		var id int
+		parts.body, id = stripSeriesID(parts.body)
+		next = max(next, id)
+		mm, err := parseMailMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("export: commit %s: %w", commits[i], err)
+		}
+		pats[i] = exportedPatch{commit: commits[i], id: id, subject: mm.Subject, mail: parts.bytes()}
+	}
+	for i := range pats {
+		p := &pats[i]
+		if p.id == 0 || used[p.id] {
+			// A new commit, or the second of two carrying one ID (a split commit): the
+			// next ID nobody ever had.
+			next++
+			p.id = next
+		}
+		used[p.id] = true
+		if name, ok := sd.byID[p.id]; ok {
+			p.name = name
+		} else {
+			p.name = fmt.Sprintf("%04d-%s.patch", p.id, slugify(p.subject))
+		}
+	}
+	return pats, nil
+}

@@ -1,0 +1,261 @@
+package stack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing/fstest"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+var (
+	anyFromRE     = regexp.MustCompile(`^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
+	signatureRE   = regexp.MustCompile(`\n-- \n[^\n]*\n(?:\n)*$`)
+	shortIndexRE  = regexp.MustCompile(`(?m)^index [0-9a-f]{1,39}\.\.[0-9a-f]{1,39}`)
+	subjectLineRE = regexp.MustCompile(`(?m)^Subject: .*\n(?:[ \t].*\n)*`)
+)
+
+// Mail is one patch mail read by ReadMails, with where it came from.
+type Mail struct {
+	Source string // file name, or "MBOX mail N"
+	Raw    []byte
+}
+
+// ReadMails reads the mails of src: a directory of *.patch files (in the order of its
+// `series` file when it has one, else by name, as git format-patch numbers them) or an
+// mbox file holding several mails.
+func ReadMails(src string) ([]Mail, error) {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", src, err)
+	}
+	if !fi.IsDir() {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		var out []Mail
+		for i, m := range splitMbox(data) {
+			out = append(out, Mail{Source: fmt.Sprintf("%s mail %d", filepath.Base(src), i+1), Raw: m})
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("import %s: no mail found (want `From <sha> Mon Sep 17 00:00:00 2001` lines, as git format-patch writes)", src)
+		}
+		return out, nil
+	}
+	sd, err := readSeriesDir(src)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	names := sd.names
+	if !sd.exists {
+		for n := range sd.files {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	var out []Mail
+	for _, n := range names {
+		data, ok := sd.files[n]
+		if !ok {
+			return nil, fmt.Errorf("import %s: %s is listed in %s but missing", src, n, series.OrderFile)
+		}
+		mails := splitMbox(data)
+		if len(mails) == 0 {
+			mails = [][]byte{data}
+		}
+		for i, m := range mails {
+			source := n
+			if len(mails) > 1 {
+				source = fmt.Sprintf("%s mail %d", n, i+1)
+			}
+			out = append(out, Mail{Source: source, Raw: m})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("import %s: no *.patch files", src)
+	}
+	return out, nil
+}
+
+// NormaliseMail rewrites a mail into the series' canonical form and says what it
+// changed: the From line carries the zero SHA, the subject prefix is `[PATCH]` (no
+// n/m, no version), on one line, and the version signature is gone.
+func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
+	var notes []string
+	out := bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))
+	if !bytes.Equal(out, raw) {
+		notes = append(notes, "CRLF line ends made LF")
+	}
+	if loc := anyFromRE.FindIndex(out); loc != nil && loc[0] == 0 {
+		if !bytes.HasPrefix(out, []byte(zeroFrom)) {
+			notes = append(notes, "commit SHA on the From line replaced by zeros")
+			out = append([]byte(zeroFrom), out[loc[1]:]...)
+		}
+	} else {
+		notes = append(notes, "mbox From line added")
+		out = append([]byte(zeroFrom), out...)
+	}
+	mm, err := parseMailMessage(out)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	parts, _ := splitMail(out)
+	if loc := subjectLineRE.FindIndex(parts.header); loc != nil {
+		old := string(parts.header[loc[0]:loc[1]])
+		enc := mm.Subject
+		if !isASCII(enc) {
+			enc = mimeQ(enc)
+		}
+		want := "Subject: [PATCH] " + enc + "\n"
+		if old != want {
+			if strings.Contains(strings.SplitN(old, "]", 2)[0], "/") || !strings.HasPrefix(old, "Subject: [PATCH] ") {
+				notes = append(notes, "subject prefix made [PATCH]")
+			} else {
+				notes = append(notes, "subject unfolded")
+			}
+			parts.header = append(append(append([]byte{}, parts.header[:loc[0]]...), want...), parts.header[loc[1]:]...)
+		}
+	}
+	out = parts.bytes()
+	if loc := signatureRE.FindIndex(out); loc != nil {
+		notes = append(notes, "signature removed")
+		out = append(out[:loc[0]:loc[0]], '\n')
+	}
+	if shortIndexRE.Match(out) {
+		notes = append(notes, "index lines carry abbreviated blob IDs (apply --commit and export to get full ones)")
+	}
+	return out, mm.Subject, notes, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func mimeQ(s string) string { return mimeWordEncoder.Encode("UTF-8", s) }
+
+// ImportOptions say what to import where.
+type ImportOptions struct {
+	Src   string
+	Dir   string
+	Check bool // compute, write nothing
+}
+
+// Imported is one mail's new home.
+type Imported struct {
+	Source  string   `json:"source"`
+	Name    string   `json:"file"`
+	Subject string   `json:"subject"`
+	Notes   []string `json:"normalised,omitempty"`
+}
+
+// ImportResult is the outcome of Import.
+type ImportResult struct {
+	Dir     string     `json:"dir"`
+	Patches []Imported `json:"patches"`
+}
+
+// Import appends the mails of opts.Src to the series in opts.Dir as new entries with the
+// next free IDs, normalised names and headers.
+func Import(opts ImportOptions) (*ImportResult, error) {
+	mails, err := ReadMails(opts.Src)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := readSeriesDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	res := &ImportResult{Dir: opts.Dir}
+	next := sd.maxID()
+	names := append([]string{}, sd.names...)
+	files := map[string][]byte{}
+	for _, m := range mails {
+		out, subject, notes, err := NormaliseMail(m.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", m.Source, err)
+		}
+		p := &series.Patch{Name: "import", Raw: out}
+		if probs := series.ParsePatch(p); len(probs) > 0 {
+			return nil, fmt.Errorf("import %s: %s", m.Source, strings.TrimPrefix(probs[0].String(), "import"))
+		}
+		next++
+		name := fmt.Sprintf("%04d-%s.patch", next, slugify(subject))
+		files[name] = out
+		names = append(names, name)
+		res.Patches = append(res.Patches, Imported{Source: m.Source, Name: name, Subject: subject, Notes: notes})
+	}
+	if opts.Check {
+		return res, nil
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	for _, im := range res.Patches {
+		if err := atomicfile.WriteBytes(filepath.Join(opts.Dir, im.Name), files[im.Name], atomicfile.Options{}); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+	}
+	header := sd.header
+	if !sd.exists {
+		header = defaultHeader
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(opts.Dir, series.OrderFile), orderFile(header, names, sd.retired), atomicfile.Options{}); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	return res, nil
+}
+
+// LooksLikeFormatPatchDir says whether dir is plain `git format-patch` output rather
+// than a series: no `series` file, and *.patch files.
+func LooksLikeFormatPatchDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, series.OrderFile)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*.patch"))
+	return len(m) > 0
+}
+
+// NormalisedView reads a format-patch directory as the series import would make of it,
+// in memory, and returns it with one warning per normalisation, so that check and apply
+// can use such a directory as it is.
+func NormalisedView(dir string) (fs.FS, []string, error) {
+	mails, err := ReadMails(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	fsys := fstest.MapFS{}
+	var order strings.Builder
+	var warnings []string
+	for i, m := range mails {
+		out, subject, notes, err := NormaliseMail(m.Raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", m.Source, err)
+		}
+		name := fmt.Sprintf("%04d-%s.patch", i+1, slugify(subject))
+		fsys[name] = &fstest.MapFile{Data: out, Mode: 0o644}
+		order.WriteString(name + "\n")
+		if name != m.Source {
+			notes = append([]string{"would be named " + name}, notes...)
+		}
+		if len(notes) > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %s", m.Source, strings.Join(notes, "; ")))
+		}
+	}
+	fsys[series.OrderFile] = &fstest.MapFile{Data: []byte(order.String()), Mode: 0o644}
+	warnings = append(warnings, fmt.Sprintf("%s has no %s file: read as `mpspatch import` would write it; run `mpspatch import %s --patches DIR` to make it a series", dir, series.OrderFile, dir))
+	return fsys, warnings, nil
+}

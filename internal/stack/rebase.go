@@ -1,0 +1,752 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/series"
+)
+
+// Per-patch outcomes of a rebase.
+const (
+	OutcomeClean    = "clean"    // applied at its recorded lines
+	OutcomeOffset   = "offset"   // applied with every hunk found at an offset
+	OutcomeMerged   = "merged"   // applied by a three-way merge against its base blobs
+	OutcomeResolved = "resolved" // stopped (conflict or intent) and finished by hand
+	OutcomeEmpty    = "empty"    // upstream already has it; dropped
+	OutcomeSkipped  = "skipped"  // stopped and skipped by the author
+)
+
+// stateDirName is the rebase's directory inside the git directory, next to git's own
+// rebase-merge: never in the work tree, so it never shows as a change.
+const stateDirName = "mpspatch-rebase"
+
+// ErrNoRebase is returned by Continue, Skip and Abort when no rebase is in progress.
+var ErrNoRebase = errors.New("no mpspatch rebase in progress")
+
+// ErrInProgress is returned by Rebase when one is already in progress.
+var ErrInProgress = errors.New("an mpspatch rebase is already in progress; --continue, --skip or --abort it")
+
+// PatchOutcome is one series commit's fate in a rebase.
+type PatchOutcome struct {
+	ID        int    `json:"id"`
+	Name      string `json:"patch"`
+	Subject   string `json:"subject"`
+	Outcome   string `json:"outcome"`
+	Offset    int    `json:"offset,omitempty"`
+	OldCommit string `json:"old_commit"`
+	NewCommit string `json:"new_commit,omitempty"`
+	// Upstream names the newest upstream commit that touched the patch's files, for an
+	// empty patch: the one that most likely absorbed it.
+	Upstream        string `json:"upstream,omitempty"`
+	UpstreamSubject string `json:"upstream_subject,omitempty"`
+	// Changed says the patch's own diff differs from before (beyond line numbers);
+	// RangeDiff is a short excerpt of how.
+	Changed   bool   `json:"content_changed,omitempty"`
+	RangeDiff string `json:"range_diff,omitempty"`
+}
+
+// Stop says why a rebase stopped before a patch.
+type Stop struct {
+	Index   int      `json:"index"`
+	Patch   string   `json:"patch"`
+	Reason  string   `json:"reason"` // "conflict" or "intent"
+	Files   []string `json:"files,omitempty"`
+	Intents []string `json:"intents,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
+}
+
+// RebaseState is the saved progress of a rebase: what Continue, Skip and Abort and
+// recovery after a crash work from. It is written atomically before every step.
+type RebaseState struct {
+	Version  int    `json:"version"`
+	Tree     string `json:"tree"`
+	Branch   string `json:"branch"`
+	OrigHead string `json:"orig_head"`
+	Base     string `json:"base"`
+	Onto     string `json:"onto"`
+	OntoName string `json:"onto_name"`
+	// Commits are the old series commits, oldest first; IDs and names match them.
+	Commits []string `json:"commits"`
+	IDs     []int    `json:"ids"`
+	Names   []string `json:"names"`
+	// Next is the index of the patch being applied; Head the commit it goes on top of.
+	Next int    `json:"next"`
+	Head string `json:"head"`
+	// Phase: "applying" (mpspatch is working; a crash here is recovered by redoing the
+	// step), "stopped" (the author's turn), "finishing" (moving the branch).
+	Phase    string         `json:"phase"`
+	Stopped  *Stop          `json:"stopped,omitempty"`
+	Outcomes []PatchOutcome `json:"outcomes"`
+}
+
+// RebaseOptions tune Rebase.
+type RebaseOptions struct {
+	Tree string
+	// Base is the commit the series currently starts on; Onto where it goes.
+	Base, Onto string
+	// Intents judges a patch's Intent: trailers on the tree right after it, and returns
+	// the ones that no longer hold; nil checks none.
+	Intents func(p *series.Patch, read func(string) ([]byte, error)) []string
+	// SkipIntents, on Continue, accepts the resolved patch even if an intent still fails.
+	SkipIntents bool
+}
+
+// RebaseResult is the outcome of a rebase run (start or continue).
+type RebaseResult struct {
+	State *RebaseState `json:"state"`
+	// Done is set when the branch was moved and the state removed.
+	Done bool `json:"done"`
+}
+
+// StopError says the rebase stopped for the author; the state is saved.
+type StopError struct{ Stop *Stop }
+
+func (e *StopError) Error() string {
+	s := e.Stop
+	switch s.Reason {
+	case "intent":
+		return fmt.Sprintf("rebase stopped at %s: it applied, but its intent %s no longer holds; fix the tree, `git add`, then `mpspatch rebase --continue` (or --skip, --abort)", s.Patch, quoteList(s.Intents))
+	default:
+		files := ""
+		if len(s.Files) > 0 {
+			files = " in " + strings.Join(s.Files, ", ")
+		}
+		return fmt.Sprintf("rebase stopped at %s: conflict%s; resolve, `git add`, then `mpspatch rebase --continue` (or --skip, --abort)", s.Patch, files)
+	}
+}
+
+func quoteList(v []string) string {
+	q := make([]string, len(v))
+	for i, s := range v {
+		q[i] = "`" + s + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+// rebaser carries one run.
+type rebaser struct {
+	g     *gitcli.Git
+	root  *os.Root
+	dir   string // state directory
+	st    *RebaseState
+	opts  RebaseOptions
+	mails [][]byte // normalised mails of the old commits, Series-Id removed
+	pats  []*series.Patch
+}
+
+// crashHook lets tests kill the process at named steps (see crash_test.go).
+var crashHook func(step string)
+
+func crashpoint(step string) {
+	if crashHook != nil {
+		crashHook(step)
+	}
+}
+
+func stateDir(ctx context.Context, g *gitcli.Git, tree string) (string, error) {
+	gd, err := g.GitDir(ctx, tree)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(gd, stateDirName), nil
+}
+
+// InProgress reports the saved state of a rebase in tree, or nil when there is none.
+func InProgress(ctx context.Context, g *gitcli.Git, tree string) (*RebaseState, error) {
+	dir, err := stateDir(ctx, g, tree)
+	if err != nil {
+		return nil, err
+	}
+	return loadState(dir)
+}
+
+func loadState(dir string) (*RebaseState, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read rebase state: %w", err)
+	}
+	var st RebaseState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("rebase state %s: %w (`mpspatch rebase --abort` cannot use it either; remove the directory and `git checkout -f` your branch)", filepath.Join(dir, "state.json"), err)
+	}
+	if st.Version != 1 {
+		return nil, fmt.Errorf("rebase state %s: version %d, want 1", filepath.Join(dir, "state.json"), st.Version)
+	}
+	return &st, nil
+}
+
+func (r *rebaser) save() error {
+	data, err := json.MarshalIndent(r.st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return fmt.Errorf("save rebase state: %w", err)
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(r.dir, "state.json"), append(data, '\n'), atomicfile.Options{}); err != nil {
+		return fmt.Errorf("save rebase state: %w", err)
+	}
+	return nil
+}
+
+// Rebase starts moving the series commits Base..HEAD of the branch checked out in Tree
+// onto Onto. It returns a *StopError when a patch needs the author.
+func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	dir, err := stateDir(ctx, g, opts.Tree)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	if st, err := loadState(dir); err != nil {
+		return nil, err
+	} else if st != nil {
+		return nil, fmt.Errorf("rebase: %w", ErrInProgress)
+	}
+	branch, err := g.CurrentBranch(ctx, opts.Tree)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	if branch == "" {
+		return nil, fmt.Errorf("rebase: HEAD of %s is detached; check out the series branch (apply --commit makes %s)", opts.Tree, DefaultBranch)
+	}
+	if clean, entries, err := g.IsClean(ctx, opts.Tree); err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	} else if !clean {
+		return nil, fmt.Errorf("rebase: %s has uncommitted changes (%s%s); commit or stash them first", opts.Tree, entries[0].Path, more(len(entries)-1))
+	}
+	head, err := g.RevParse(ctx, opts.Tree, "HEAD")
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	base, err := g.RevParse(ctx, opts.Tree, opts.Base)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: base %s: %w", opts.Base, err)
+	}
+	onto, err := g.RevParse(ctx, opts.Tree, opts.Onto)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: --onto %s: %w", opts.Onto, err)
+	}
+	merges, err := g.RevList(ctx, opts.Tree, base+".."+head, "--merges")
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	if len(merges) > 0 {
+		return nil, fmt.Errorf("rebase: %s..%s holds merge commit %s; a series is a straight line of commits", opts.Base, branch, merges[0])
+	}
+	commits, err := g.RevList(ctx, opts.Tree, base+".."+head)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	st := &RebaseState{Version: 1, Tree: opts.Tree, Branch: branch, OrigHead: head, Base: base,
+		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: "applying", Outcomes: []PatchOutcome{}}
+	r := &rebaser{g: g, root: root, dir: dir, st: st, opts: opts}
+	if err := r.loadPatches(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	crashpoint("state saved")
+	if err := g.Detach(ctx, opts.Tree, onto, false); err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	crashpoint("detached")
+	return r.loop(ctx)
+}
+
+// loadPatches formats the old commits (the branch is not moved until the end, so they
+// stay reachable) and parses them as series patches.
+func (r *rebaser) loadPatches(ctx context.Context) error {
+	st := r.st
+	if len(st.Commits) == 0 {
+		return nil
+	}
+	mbox, err := r.g.FormatPatch(ctx, st.Tree, st.Base+".."+st.OrigHead)
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	mails := splitMbox(mbox)
+	if len(mails) != len(st.Commits) {
+		return fmt.Errorf("rebase: git format-patch wrote %d mails for %d commits", len(mails), len(st.Commits))
+	}
+	fresh := len(st.IDs) == 0
+	r.mails = mails
+	r.pats = make([]*series.Patch, len(mails))
+	for i, m := range mails {
+		parts, err := splitMail(m)
+		if err != nil {
+			return fmt.Errorf("rebase: commit %s: %w", st.Commits[i], err)
+		}
+		var id int
+		parts.body, id = stripSeriesID(parts.body)
+		r.mails[i] = parts.bytes()
+		if fresh {
+			mm, _ := parseMailMessage(m)
+			name := fmt.Sprintf("%.12s", st.Commits[i])
+			if id > 0 {
+				name = fmt.Sprintf("%04d-%s", id, slugify(mm.Subject))
+			}
+			st.IDs = append(st.IDs, id)
+			st.Names = append(st.Names, name)
+		}
+		p := &series.Patch{Name: st.Names[i], ID: st.IDs[i], Raw: m}
+		if probs := series.ParsePatch(p); len(probs) > 0 {
+			return fmt.Errorf("rebase: commit %s: %s", st.Commits[i], probs[0])
+		}
+		r.pats[i] = p
+	}
+	return nil
+}
+
+// resume opens the saved state for Continue, Skip or Abort.
+func resume(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*rebaser, error) {
+	dir, err := stateDir(ctx, g, opts.Tree)
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, ErrNoRebase
+	}
+	st.Tree = opts.Tree
+	r := &rebaser{g: g, root: root, dir: dir, st: st, opts: opts}
+	if err := r.loadPatches(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Continue finishes the stopped patch (the author's staged resolution becomes its
+// commit) and goes on; after a crash it redoes the interrupted step.
+func Continue(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	r, err := resume(ctx, g, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --continue: %w", err)
+	}
+	switch r.st.Phase {
+	case "applying":
+		if err := r.discardStep(ctx); err != nil {
+			return nil, err
+		}
+	case "stopped":
+		if err := r.commitResolution(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return r.loop(ctx)
+}
+
+// Skip drops the stopped patch and goes on.
+func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	r, err := resume(ctx, g, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --skip: %w", err)
+	}
+	if r.st.Phase == "finishing" {
+		return r.loop(ctx)
+	}
+	if err := r.discardStep(ctx); err != nil {
+		return nil, err
+	}
+	i := r.st.Next
+	r.st.Outcomes = append(r.st.Outcomes, r.outcome(i, OutcomeSkipped))
+	r.st.Next++
+	r.st.Phase, r.st.Stopped = "applying", nil
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx)
+}
+
+// Abort puts tree, branch and index back as they were before the rebase began.
+func Abort(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseState, error) {
+	r, err := resume(ctx, g, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	st := r.st
+	if _, err := series.Recover(root); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	// The branch moves only when finishing; put it back in case that had begun.
+	if err := g.SetBranch(ctx, st.Tree, st.Branch, st.OrigHead, "", "mpspatch rebase --abort"); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	if err := g.Switch(ctx, st.Tree, st.Branch, true); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	if err := g.ResetHard(ctx, st.Tree, st.OrigHead); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	if err := r.cleanNewFiles(ctx, allPaths(r.pats)); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	return st, nil
+}
+
+// discardStep throws away whatever the current step left (a crash mid-write, or the
+// author's unfinished resolution) and returns the tree to the step's starting commit.
+func (r *rebaser) discardStep(ctx context.Context) error {
+	st := r.st
+	if _, err := series.Recover(r.root); err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	// Detached and forced: also right when a crash came before the first detach, with
+	// the branch still checked out (a reset there would move the branch).
+	if err := r.g.Detach(ctx, st.Tree, st.Head, true); err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	if st.Next < len(r.pats) {
+		if err := r.cleanNewFiles(ctx, r.pats[st.Next].Paths()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanNewFiles removes files among paths that HEAD does not track: files a patch
+// created. The rebase starts on a clean tree, so no such file is the author's.
+func (r *rebaser) cleanNewFiles(ctx context.Context, paths []string) error {
+	entries, err := r.g.Status(ctx, r.st.Tree)
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	for _, e := range entries {
+		if e.XY == "??" && want[e.Path] {
+			if err := r.root.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("rebase: remove %s: %w", e.Path, err)
+			}
+		}
+	}
+	return nil
+}
+
+func allPaths(pats []*series.Patch) []string {
+	var out []string
+	for _, p := range pats {
+		out = append(out, p.Paths()...)
+	}
+	return out
+}
+
+// commitResolution records the author's staged resolution of the stopped patch.
+func (r *rebaser) commitResolution(ctx context.Context) error {
+	st := r.st
+	i := st.Next
+	unmerged, err := r.g.Unmerged(ctx, st.Tree)
+	if err != nil {
+		return fmt.Errorf("rebase --continue: %w", err)
+	}
+	if len(unmerged) > 0 {
+		return fmt.Errorf("rebase --continue: %s still in conflict (%s); resolve and `git add` them", plural(len(unmerged), "file"), strings.Join(unmerged, ", "))
+	}
+	entries, err := r.g.Status(ctx, st.Tree)
+	if err != nil {
+		return fmt.Errorf("rebase --continue: %w", err)
+	}
+	for _, e := range entries {
+		if e.XY[1] != ' ' {
+			return fmt.Errorf("rebase --continue: %s is changed but not staged; `git add` it (or `git checkout` it) first", e.Path)
+		}
+	}
+	staged, err := r.g.HasStagedChanges(ctx, st.Tree)
+	if err != nil {
+		return fmt.Errorf("rebase --continue: %w", err)
+	}
+	if !staged {
+		return fmt.Errorf("rebase --continue: nothing staged for %s; `mpspatch rebase --skip` drops it", st.Names[i])
+	}
+	if r.opts.Intents != nil && !r.opts.SkipIntents {
+		if broken := r.opts.Intents(r.pats[i], r.read); len(broken) > 0 {
+			st.Stopped = &Stop{Index: i, Patch: st.Names[i], Reason: "intent", Intents: broken}
+			if err := r.save(); err != nil {
+				return err
+			}
+			return &StopError{Stop: st.Stopped}
+		}
+	}
+	sha, err := r.commit(ctx, i)
+	if err != nil {
+		return err
+	}
+	out := r.outcome(i, OutcomeResolved)
+	out.NewCommit = sha
+	return r.advance(out)
+}
+
+func (r *rebaser) read(p string) ([]byte, error) { return r.root.ReadFile(p) }
+
+func (r *rebaser) outcome(i int, what string) PatchOutcome {
+	return PatchOutcome{ID: r.st.IDs[i], Name: r.st.Names[i], Subject: r.pats[i].Title, Outcome: what, OldCommit: r.st.Commits[i]}
+}
+
+// commit records the index as patch i's commit, with its original message, author,
+// date and Series-Id.
+func (r *rebaser) commit(ctx context.Context, i int) (string, error) {
+	mm, err := parseMailMessage(r.pats[i].Raw)
+	if err != nil {
+		return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
+	}
+	msg := mm.Message
+	if r.st.IDs[i] > 0 {
+		msg = addSeriesID(msg, r.st.IDs[i])
+	}
+	crashpoint("before commit")
+	sha, err := r.g.CommitStaged(ctx, r.st.Tree, msg, mm.Author, mm.Date, false)
+	if err != nil {
+		return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
+	}
+	crashpoint("committed")
+	return sha, nil
+}
+
+// advance records patch Next's outcome and moves to the next patch.
+func (r *rebaser) advance(out PatchOutcome) error {
+	st := r.st
+	st.Outcomes = append(st.Outcomes, out)
+	if out.NewCommit != "" {
+		st.Head = out.NewCommit
+	}
+	st.Next++
+	st.Phase, st.Stopped = "applying", nil
+	if err := r.save(); err != nil {
+		return err
+	}
+	crashpoint("advanced")
+	return nil
+}
+
+// loop applies the remaining patches, then moves the branch.
+func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
+	st := r.st
+	for st.Next < len(r.pats) {
+		if err := ctx.Err(); err != nil {
+			return &RebaseResult{State: st}, err
+		}
+		if err := r.step(ctx); err != nil {
+			return &RebaseResult{State: st}, err
+		}
+	}
+	if st.Phase != "finishing" {
+		st.Phase = "finishing"
+		if err := r.save(); err != nil {
+			return nil, err
+		}
+	}
+	crashpoint("finishing")
+	if err := r.annotate(ctx); err != nil {
+		return &RebaseResult{State: st}, err
+	}
+	cur, err := r.g.BranchCommit(ctx, st.Tree, st.Branch)
+	if err != nil {
+		return &RebaseResult{State: st}, fmt.Errorf("rebase: %w", err)
+	}
+	if cur != st.Head {
+		if err := r.g.SetBranch(ctx, st.Tree, st.Branch, st.Head, st.OrigHead, "mpspatch rebase --onto "+st.OntoName); err != nil {
+			return &RebaseResult{State: st}, fmt.Errorf("rebase: %w", err)
+		}
+	}
+	crashpoint("branch moved")
+	if err := r.g.Switch(ctx, st.Tree, st.Branch, false); err != nil {
+		return &RebaseResult{State: st}, fmt.Errorf("rebase: %w", err)
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		return &RebaseResult{State: st}, fmt.Errorf("rebase: remove state: %w", err)
+	}
+	return &RebaseResult{State: st, Done: true}, nil
+}
+
+// step applies patch Next: exact or offset with the series engine, else the patch is
+// checked for being already upstream, else a three-way merge, else a stop.
+func (r *rebaser) step(ctx context.Context) error {
+	st := r.st
+	i := st.Next
+	p := r.pats[i]
+	crashpoint("step")
+	plan, err := series.ComputePatches(r.root, []*series.Patch{p}, series.Forward)
+	var ce *series.ConflictError
+	switch {
+	case err == nil:
+		if err := series.Commit(r.root, plan, "rebase", "", series.CommitOptions{}); err != nil {
+			return fmt.Errorf("rebase %s: %w", st.Names[i], err)
+		}
+		crashpoint("written")
+		if err := r.g.Add(ctx, st.Tree, changedPaths(plan)); err != nil {
+			return fmt.Errorf("rebase %s: %w", st.Names[i], err)
+		}
+		out := r.outcome(i, OutcomeClean)
+		if res := plan.Results[0]; res.Outcome() == "offset" {
+			out.Outcome, out.Offset = OutcomeOffset, res.MaxOffset()
+		}
+		return r.finishStep(ctx, out)
+	case errors.As(err, &ce):
+	default:
+		return fmt.Errorf("rebase %s: %w", st.Names[i], err)
+	}
+	// Already upstream? Then the reverse of the patch applies to the new tree.
+	if _, rerr := series.ComputePatches(r.root, []*series.Patch{p}, series.Reverse); rerr == nil {
+		return r.empty(ctx, i)
+	}
+	// Three-way: git apply --3way merges each file against the patch's base blob (from
+	// its index line; a partial clone fetches it on demand).
+	aerr := r.g.Apply(ctx, st.Tree, r.mails[i], gitcli.ApplyOptions{Index: true, ThreeWay: true})
+	if aerr == nil {
+		staged, err := r.g.HasStagedChanges(ctx, st.Tree)
+		if err != nil {
+			return err
+		}
+		if !staged {
+			return r.empty(ctx, i)
+		}
+		return r.finishStep(ctx, r.outcome(i, OutcomeMerged))
+	}
+	unmerged, err := r.g.Unmerged(ctx, st.Tree)
+	if err != nil {
+		return err
+	}
+	stop := &Stop{Index: i, Patch: st.Names[i], Reason: "conflict", Files: unmerged}
+	if len(unmerged) == 0 {
+		// git could not even merge (a base blob is missing): nothing was written. The
+		// engine's report says which hunk failed; the patch is kept for `git apply --reject`.
+		stop.Detail = ce.Error()
+		_ = os.WriteFile(filepath.Join(r.dir, "patch"), r.mails[i], 0o644)
+		for _, c := range ce.Conflicts {
+			stop.Files = append(stop.Files, c.File)
+		}
+	}
+	st.Phase, st.Stopped = "stopped", stop
+	if err := r.save(); err != nil {
+		return err
+	}
+	return &StopError{Stop: stop}
+}
+
+// finishStep judges the staged result's intents, then commits it.
+func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome) error {
+	st := r.st
+	i := st.Next
+	if r.opts.Intents != nil {
+		if broken := r.opts.Intents(r.pats[i], r.read); len(broken) > 0 {
+			st.Phase = "stopped"
+			st.Stopped = &Stop{Index: i, Patch: st.Names[i], Reason: "intent", Intents: broken}
+			if err := r.save(); err != nil {
+				return err
+			}
+			return &StopError{Stop: st.Stopped}
+		}
+	}
+	sha, err := r.commit(ctx, i)
+	if err != nil {
+		return err
+	}
+	out.NewCommit = sha
+	return r.advance(out)
+}
+
+// empty records patch i as absorbed upstream and leaves the tree as it was.
+func (r *rebaser) empty(ctx context.Context, i int) error {
+	st := r.st
+	if err := r.discardStep(ctx); err != nil {
+		return err
+	}
+	out := r.outcome(i, OutcomeEmpty)
+	sha, subj, err := r.g.LastCommitTouching(ctx, st.Tree, st.Base+".."+st.Onto, r.pats[i].Paths())
+	if err == nil {
+		out.Upstream, out.UpstreamSubject = sha, subj
+	}
+	return r.advance(out)
+}
+
+// annotate compares every rebased patch's diff with the old one (line numbers and blob
+// IDs aside) and keeps a short range-diff style excerpt where they differ.
+func (r *rebaser) annotate(ctx context.Context) error {
+	st := r.st
+	if st.Head == st.Onto {
+		return nil
+	}
+	mbox, err := r.g.FormatPatch(ctx, st.Tree, st.Onto+".."+st.Head)
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	fresh := map[string][]byte{}
+	commits, err := r.g.RevList(ctx, st.Tree, st.Onto+".."+st.Head)
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	mails := splitMbox(mbox)
+	if len(mails) != len(commits) {
+		return fmt.Errorf("rebase: git format-patch wrote %d mails for %d commits", len(mails), len(commits))
+	}
+	for k, c := range commits {
+		fresh[c] = mails[k]
+	}
+	for k := range st.Outcomes {
+		o := &st.Outcomes[k]
+		nm, ok := fresh[o.NewCommit]
+		if !ok {
+			continue
+		}
+		idx := -1
+		for j, c := range st.Commits {
+			if c == o.OldCommit {
+				idx = j
+			}
+		}
+		if idx < 0 {
+			continue
+		}
+		if rd := rangeDiff(r.mails[idx], nm); rd != "" {
+			o.Changed, o.RangeDiff = true, rd
+		}
+	}
+	return nil
+}
+
+// normalisedDiff is a mail's diff without what a move alone changes: blob IDs, hunk
+// line numbers, the diffstat.
+func normalisedDiff(mail []byte) []string {
+	i := bytes.Index(mail, []byte("\ndiff --git "))
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(mail[i+1:]), "\n") {
+		switch {
+		case strings.HasPrefix(l, "index "):
+			continue
+		case strings.HasPrefix(l, "@@ "):
+			l = "@@"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
