@@ -33,6 +33,11 @@ func splitMbox(data []byte) [][]byte {
 		end := len(data)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
+			// git format-patch --stdout separates mails with a blank line; it belongs
+			// to neither.
+			if end-loc[0] > 2 && data[end-1] == '\n' && data[end-2] == '\n' {
+				end--
+			}
 		}
 		out = append(out, data[loc[0]:end])
 	}
