@@ -1,0 +1,222 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// upstreamV2 commits changes on main (from v1) and tags the result v2.
+func (f *fixture) upstreamV2(change func(path func(string) string)) {
+	f.t.Helper()
+	change(func(name string) string { return filepath.Join(f.up, name) })
+	f.git(f.up, "add", "-A")
+	f.git(f.up, "commit", "-q", "-m", "upstream: v2 changes")
+	f.git(f.up, "tag", "v2")
+}
+
+func (f *fixture) edit(path, old, new string) {
+	write(f.t, path, replaceLine(read(f.t, path), old, new))
+}
+
+func (f *fixture) rebase(tree string) (*RebaseResult, error) {
+	return Rebase(context.Background(), f.g, openRoot(f.t, tree), RebaseOptions{Tree: tree, Base: "v1", Onto: "v2", Intents: testIntents})
+}
+
+func outcomes(st *RebaseState) map[string]PatchOutcome {
+	out := map[string]PatchOutcome{}
+	for _, o := range st.Outcomes {
+		out[o.Name[:4]] = o
+	}
+	return out
+}
+
+func TestRebaseOutcomes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.upstreamV2(func(p func(string) string) {
+		write(t, p("a.c"), lines("moved", 5)+read(t, p("a.c"))) // 0001: offset 5
+		f.edit(p("b.c"), "b line 18", "b line 18 upstream")     // 0002: context edited, 3-way
+		f.edit(p("c.c"), "c line 5", "c line 5 THREAD")         // 0004: absorbed
+	})
+	tree := f.applyCommits()
+	res, err := f.rebase(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done {
+		t.Fatal("rebase not done")
+	}
+	o := outcomes(res.State)
+	want := map[string]string{"0001": OutcomeOffset, "0002": OutcomeMerged, "0003": OutcomeClean, "0004": OutcomeEmpty, "0005": OutcomeClean, "0006": OutcomeClean}
+	for id, w := range want {
+		if o[id].Outcome != w {
+			t.Errorf("%s: outcome %q, want %q", id, o[id].Outcome, w)
+		}
+	}
+	if o["0001"].Offset != 5 {
+		t.Errorf("0001 offset %d, want 5", o["0001"].Offset)
+	}
+	if v2 := f.git(f.up, "rev-parse", "v2"); o["0004"].Upstream != v2 || o["0004"].UpstreamSubject != "upstream: v2 changes" {
+		t.Errorf("0004 upstream = %q %q, want %s", o["0004"].Upstream, o["0004"].UpstreamSubject, v2)
+	}
+	if !o["0002"].Changed || !strings.Contains(o["0002"].RangeDiff, "+ b line 18 upstream") {
+		t.Errorf("0002 content change not reported: %+v", o["0002"])
+	}
+	if o["0001"].Changed {
+		t.Errorf("0001 only moved, but reported as changed:\n%s", o["0001"].RangeDiff)
+	}
+	if br := f.git(tree, "symbolic-ref", "--short", "HEAD"); br != DefaultBranch {
+		t.Errorf("HEAD on %q after rebase", br)
+	}
+	if n := f.git(tree, "rev-list", "--count", "v2..HEAD"); n != "5" {
+		t.Errorf("%s commits on v2, want 5 (0004 dropped)", n)
+	}
+	if s := f.git(tree, "status", "--porcelain"); s != "" {
+		t.Errorf("tree not clean after rebase:\n%s", s)
+	}
+	b := read(t, filepath.Join(tree, "b.c"))
+	if !strings.Contains(b, "b line 18 upstream\n") || !strings.Contains(b, "b line 20 GUARDED\n") {
+		t.Errorf("b.c lacks one side of the merge:\n%s", b)
+	}
+	// Re-export onto v2: 0004 retired, the rest kept, the Series-Ids intact.
+	ex, err := Export(context.Background(), f.g, ExportOptions{Tree: tree, Base: "v2", Dir: f.patches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Retired) != 1 || ex.Retired[0] != 4 {
+		t.Errorf("retired %v, want [4]", ex.Retired)
+	}
+	f.series()
+}
+
+func conflictFixture(t *testing.T) (*fixture, string, string) {
+	f := newFixture(t, false)
+	f.upstreamV2(func(p func(string) string) {
+		f.edit(p("d.c"), "d line 30", "d line 30 UPSTREAM") // 0005: a real conflict
+	})
+	tree := f.applyCommits()
+	orig := f.git(tree, "rev-parse", "HEAD")
+	_, err := f.rebase(tree)
+	var stop *StopError
+	if !errors.As(err, &stop) || stop.Stop.Patch[:4] != "0005" || stop.Stop.Reason != "conflict" {
+		t.Fatalf("rebase: err = %v, want a conflict stop at 0005", err)
+	}
+	if d := read(t, filepath.Join(tree, "d.c")); !strings.Contains(d, "<<<<<<<") {
+		t.Fatalf("d.c holds no conflict markers:\n%s", d)
+	}
+	return f, tree, orig
+}
+
+func TestRebaseConflictContinue(t *testing.T) {
+	t.Parallel()
+	f, tree, _ := conflictFixture(t)
+	root := openRoot(t, tree)
+	// --continue refuses while the file is unmerged.
+	if _, err := Continue(context.Background(), f.g, root, RebaseOptions{Tree: tree, Intents: testIntents}); err == nil || !strings.Contains(err.Error(), "still in conflict") {
+		t.Fatalf("continue with conflicts: err = %v", err)
+	}
+	write(t, filepath.Join(tree, "d.c"), strings.Replace(lines("d", 40), "d line 30\n", "d line 30 UPSTREAM LOCKED\n", 1))
+	f.git(tree, "add", "d.c")
+	res, err := Continue(context.Background(), f.g, root, RebaseOptions{Tree: tree, Intents: testIntents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done || outcomes(res.State)["0005"].Outcome != OutcomeResolved {
+		t.Fatalf("after continue: done=%v outcomes=%+v", res.Done, res.State.Outcomes)
+	}
+	if n := f.git(tree, "rev-list", "--count", "v2..HEAD"); n != "6" {
+		t.Errorf("%s commits, want 6", n)
+	}
+	if msg := f.git(tree, "log", "-1", "--format=%B", "HEAD~1"); !strings.HasSuffix(msg, "Series-Id: 0005") {
+		t.Errorf("resolved commit message:\n%s", msg)
+	}
+}
+
+func TestRebaseConflictSkip(t *testing.T) {
+	t.Parallel()
+	f, tree, _ := conflictFixture(t)
+	res, err := Skip(context.Background(), f.g, openRoot(t, tree), RebaseOptions{Tree: tree, Intents: testIntents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done || outcomes(res.State)["0005"].Outcome != OutcomeSkipped {
+		t.Fatalf("after skip: %+v", res.State.Outcomes)
+	}
+	if d := read(t, filepath.Join(tree, "d.c")); d != strings.Replace(lines("d", 40), "d line 30\n", "d line 30 UPSTREAM\n", 1) {
+		t.Errorf("d.c after skip:\n%s", d)
+	}
+	if s := f.git(tree, "status", "--porcelain"); s != "" {
+		t.Errorf("tree not clean:\n%s", s)
+	}
+}
+
+func TestRebaseConflictAbort(t *testing.T) {
+	t.Parallel()
+	f, tree, orig := conflictFixture(t)
+	// Abort must restore exactly what a fresh apply --commit left.
+	ref := f.applyCommits()
+	if _, err := Abort(context.Background(), f.g, openRoot(t, tree), RebaseOptions{Tree: tree}); err != nil {
+		t.Fatal(err)
+	}
+	assertSameRepoState(t, f, tree, ref, orig)
+	if _, err := Continue(context.Background(), f.g, openRoot(t, tree), RebaseOptions{Tree: tree}); !errors.Is(err, ErrNoRebase) {
+		t.Errorf("continue after abort: err = %v, want ErrNoRebase", err)
+	}
+}
+
+// assertSameRepoState checks tree has HEAD on the series branch at orig, a clean work
+// tree and the index and files of ref.
+func assertSameRepoState(t *testing.T, f *fixture, tree, ref, orig string) {
+	t.Helper()
+	if br := f.git(tree, "symbolic-ref", "--short", "HEAD"); br != DefaultBranch {
+		t.Errorf("HEAD on %q", br)
+	}
+	if head := f.git(tree, "rev-parse", "HEAD"); head != orig {
+		t.Errorf("HEAD at %s, want %s", head, orig)
+	}
+	if s := f.git(tree, "status", "--porcelain", "--untracked-files=all"); s != "" {
+		t.Errorf("tree not clean:\n%s", s)
+	}
+	if a, b := f.git(tree, "ls-files", "-s"), f.git(ref, "ls-files", "-s"); a != b {
+		t.Errorf("index differs:\n%s\n---\n%s", a, b)
+	}
+	for _, n := range []string{"a.c", "b.c", "c.c", "d.c", "e.c", "new.c"} {
+		if read(t, filepath.Join(tree, n)) != read(t, filepath.Join(ref, n)) {
+			t.Errorf("%s differs from the reference", n)
+		}
+	}
+}
+
+func TestRebaseBrokenIntent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.upstreamV2(func(p func(string) string) {
+		f.edit(p("e.c"), "e line 35", "e line 35 legacy_call()")
+	})
+	tree := f.applyCommits()
+	_, err := f.rebase(tree)
+	var stop *StopError
+	if !errors.As(err, &stop) || stop.Stop.Reason != "intent" || stop.Stop.Patch[:4] != "0006" {
+		t.Fatalf("rebase: err = %v, want an intent stop at 0006", err)
+	}
+	if !strings.Contains(err.Error(), "applied, but its intent `absent \"legacy_call\" in e.c` no longer holds") {
+		t.Errorf("message: %v", err)
+	}
+	// Continue without fixing stops again; fixing it lets the rebase finish.
+	root := openRoot(t, tree)
+	if _, err := Continue(context.Background(), f.g, root, RebaseOptions{Tree: tree, Intents: testIntents}); !errors.As(err, &stop) {
+		t.Fatalf("continue without a fix: err = %v, want the intent stop again", err)
+	}
+	f.edit(filepath.Join(tree, "e.c"), "e line 35 legacy_call()", "e line 35")
+	f.git(tree, "add", "e.c")
+	res, err := Continue(context.Background(), f.g, root, RebaseOptions{Tree: tree, Intents: testIntents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outcomes(res.State)["0006"].Outcome != OutcomeResolved {
+		t.Errorf("0006: %+v", outcomes(res.State)["0006"])
+	}
+}
