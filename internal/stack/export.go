@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
@@ -233,6 +234,24 @@ func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, 
 		pats[i] = exportedPatch{commit: commits[i], id: id, subject: mm.Subject, mail: parts.bytes()}
 	}
 	for i := range pats {
+		if pats[i].id != 0 {
+			used[pats[i].id] = true
+		}
+	}
+	// A commit without a trailer that an earlier export already wrote (the author
+	// committed it after apply --commit) keeps that entry: matched by its diff, moves
+	// and blob IDs aside, else by its subject.
+	claimed := map[int]bool{}
+	for id := range used {
+		claimed[id] = true
+	}
+	for i := range pats {
+		if pats[i].id == 0 {
+			pats[i].id = matchEntry(sd, pats[i], claimed)
+		}
+	}
+	used = map[int]bool{}
+	for i := range pats {
 		p := &pats[i]
 		if p.id == 0 || used[p.id] {
 			// A new commit, or the second of two carrying one ID (a split commit): the
@@ -248,4 +267,29 @@ func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, 
 		}
 	}
 	return pats, nil
+}
+
+// matchEntry finds the listed entry, not yet claimed, whose patch is p's: the same diff
+// (line numbers and blob IDs aside), else the same subject. It returns 0 for none.
+func matchEntry(sd *seriesDir, p exportedPatch, claimed map[int]bool) int {
+	want := strings.Join(normalisedDiff(p.mail), "\n")
+	bySubject := 0
+	for _, name := range sd.names {
+		id, ok := patchID(name)
+		data, have := sd.files[name]
+		if !ok || !have || claimed[id] {
+			continue
+		}
+		if strings.Join(normalisedDiff(data), "\n") == want {
+			claimed[id] = true
+			return id
+		}
+		if mm, err := parseMailMessage(data); err == nil && mm.Subject == p.subject && bySubject == 0 {
+			bySubject = id
+		}
+	}
+	if bySubject != 0 {
+		claimed[bySubject] = true
+	}
+	return bySubject
 }

@@ -294,7 +294,7 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 		r.mails[i] = parts.bytes()
 		if fresh {
 			mm, _ := parseMailMessage(m)
-			name := fmt.Sprintf("%.12s", st.Commits[i])
+			name := fmt.Sprintf("%.12s-%s", st.Commits[i], slugify(mm.Subject))
 			if id > 0 {
 				name = fmt.Sprintf("%04d-%s", id, slugify(mm.Subject))
 			}
