@@ -218,3 +218,38 @@ func (g *Git) HasStagedChanges(ctx context.Context, dir string) (bool, error) {
 	}
 	return false, nil
 }
+
+// RevParseCommits resolves several revisions to full commit SHAs with one git process.
+func (g *Git) RevParseCommits(ctx context.Context, dir string, revs ...string) ([]string, error) {
+	args := []string{"rev-parse"}
+	for _, r := range revs {
+		if strings.HasPrefix(r, "-") {
+			return nil, fmt.Errorf("git rev-parse: revision %q starts with a dash", r)
+		}
+		args = append(args, r+"^{commit}")
+	}
+	out, err := g.exec(ctx, call{op: "rev-parse " + strings.Join(revs, " "), dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	shas := strings.Fields(string(out))
+	if len(shas) != len(revs) {
+		return nil, fmt.Errorf("git rev-parse %s: %d commits for %d revisions", strings.Join(revs, " "), len(shas), len(revs))
+	}
+	return shas, nil
+}
+
+// RevListParents lists the commits of rng, oldest first, each followed by its parents.
+func (g *Git) RevListParents(ctx context.Context, dir, rng string) ([][]string, error) {
+	out, err := g.exec(ctx, call{op: "rev-list " + rng, dir: dir, args: []string{"rev-list", "--reverse", "--parents", "--end-of-options", rng}})
+	if err != nil {
+		return nil, err
+	}
+	var res [][]string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			res = append(res, f)
+		}
+	}
+	return res, nil
+}

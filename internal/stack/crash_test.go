@@ -28,7 +28,14 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(envChild); op != "" {
 		os.Exit(crashChild(op))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	if benchBin != "" {
+		os.RemoveAll(filepath.Dir(benchBin))
+	}
+	os.Exit(code)
 }
 
 func crashChild(op string) int {

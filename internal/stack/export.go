@@ -71,14 +71,11 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	if head == "" {
 		head = "HEAD"
 	}
-	base, err := g.RevParse(ctx, opts.Tree, opts.Base)
+	shas, err := g.RevParseCommits(ctx, opts.Tree, opts.Base, head)
 	if err != nil {
-		return nil, fmt.Errorf("export: base %s: %w", opts.Base, err)
+		return nil, fmt.Errorf("export: base %s, head %s: %w", opts.Base, head, err)
 	}
-	headSHA, err := g.RevParse(ctx, opts.Tree, head)
-	if err != nil {
-		return nil, fmt.Errorf("export: head %s: %w", head, err)
-	}
+	base, headSHA := shas[0], shas[1]
 	sd, err := readSeriesDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -194,16 +191,16 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 // exportCommits formats base..head and gives every commit its ID and file name.
 func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, sd *seriesDir) ([]exportedPatch, error) {
 	rng := base + ".." + head
-	merges, err := g.RevList(ctx, tree, rng, "--merges")
+	list, err := g.RevListParents(ctx, tree, rng)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	if len(merges) > 0 {
-		return nil, fmt.Errorf("export %s: commit %s is a merge; a series is a straight line of commits (rebase it first)", rng, merges[0])
-	}
-	commits, err := g.RevList(ctx, tree, rng)
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+	var commits []string
+	for _, c := range list {
+		if len(c) > 2 {
+			return nil, fmt.Errorf("export %s: commit %s is a merge; a series is a straight line of commits (rebase it first)", rng, c[0])
+		}
+		commits = append(commits, c[0])
 	}
 	if len(commits) == 0 {
 		return nil, nil

@@ -1,0 +1,161 @@
+package stack
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchTree builds, once per benchmark, an upstream of nfiles small files (PyTorch's
+// file count, not its bytes: what rebase costs grows with the number of index entries
+// git stats, not with file sizes), tagged v1, with a branch `series` of ten commits that
+// each change one file, and v2: five of those files gain lines above the change (the
+// patches land at an offset) and ten other files change.
+func benchTree(b *testing.B, e *env, nfiles int) string {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchDir, benchErr = os.MkdirTemp("", "mpspatch-stack-bench-")
+		if benchErr == nil {
+			buildBenchTree(b, e, filepath.Join(benchDir, "up"), nfiles)
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return filepath.Join(benchDir, "up")
+}
+
+// The upstream is built once per `go test` run and shared by the benchmarks (it takes
+// longer than the timed runs); TestMain removes it.
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchErr  error
+	benchBin  string
+)
+
+func buildBenchTree(b *testing.B, e *env, dir string, nfiles int) {
+	body := lines("x", 40)
+	for i := 0; i < nfiles; i++ {
+		write(b, filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", i%200, i)), fmt.Sprintf("// file %d\n%s", i, body))
+	}
+	e.git(dir, "init", "-q")
+	e.git(dir, "add", "-A")
+	e.git(dir, "commit", "-q", "-m", "base")
+	e.git(dir, "tag", "v1")
+	e.git(dir, "checkout", "-q", "-b", "series")
+	for k := 0; k < 10; k++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
+		write(b, p, strings.Replace(read(b, p), "x line 20\n", fmt.Sprintf("x line 20 patched by %d\n", k), 1))
+		e.git(dir, "commit", "-q", "-a", "-m", fmt.Sprintf("patch %d: change file %d", k, k))
+	}
+	e.git(dir, "checkout", "-q", "main")
+	for k := 0; k < 5; k++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
+		write(b, p, "// moved\n// down\n"+read(b, p))
+	}
+	for k := 100; k < 110; k++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
+		write(b, p, read(b, p)+"// upstream change\n")
+	}
+	e.git(dir, "commit", "-q", "-a", "-m", "upstream v2")
+	e.git(dir, "tag", "v2")
+	e.git(dir, "checkout", "-q", "series")
+}
+
+// buildMpspatch builds the command once per benchmark, so each timed run is the whole
+// process a user starts.
+func buildMpspatch(b *testing.B) string {
+	b.Helper()
+	if benchBin != "" {
+		return benchBin
+	}
+	dir, err := os.MkdirTemp("", "mpspatch-stack-bin-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "mpspatch")
+	benchBin = bin
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func (e *env) timed(b *testing.B, dir string, argv ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, e.vars
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return d
+}
+
+// BenchmarkRebase times `mpspatch rebase --onto v2` of a ten-patch series on a
+// 20,000-file repository against `git rebase --onto v2 v1` of the same commits, each on
+// its own copy, interleaved in one loop; both start from the branch checked out at its
+// old head (reset outside the timing). It reports each one's mean and mpspatch/git
+// (target <= 1.5).
+//
+//	go test -run='^$' -bench=Rebase -benchtime=5x ./internal/stack
+func BenchmarkRebase(b *testing.B) {
+	e := newEnv(b, false)
+	bin := buildMpspatch(b)
+	up := benchTree(b, e, 20000)
+	mine, theirs := filepath.Join(b.TempDir(), "mine"), filepath.Join(b.TempDir(), "theirs")
+	e.git(filepath.Dir(mine), "clone", "-q", "-b", "series", up, mine)
+	e.git(filepath.Dir(theirs), "clone", "-q", "-b", "series", up, theirs)
+	orig := e.git(mine, "rev-parse", "HEAD")
+	var tm, tg time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for _, d := range []string{mine, theirs} {
+			e.git(d, "checkout", "-q", "-f", "-B", "series", orig)
+		}
+		b.StartTimer()
+		tm += e.timed(b, mine, bin, "rebase", "-q", "--tree", ".", "--base", "v1", "--onto", "v2", "--no-export")
+		tg += e.timed(b, theirs, "git", "rebase", "-q", "--onto", "v2", "v1")
+	}
+	b.StopTimer()
+	if a, c := e.git(mine, "rev-parse", "HEAD^{tree}"), e.git(theirs, "rev-parse", "HEAD^{tree}"); a != c {
+		b.Fatalf("mpspatch and git rebased to different trees: %s, %s", a, c)
+	}
+	b.ReportMetric(float64(tm.Milliseconds())/float64(b.N), "mpspatch-ms/op")
+	b.ReportMetric(float64(tg.Milliseconds())/float64(b.N), "git-ms/op")
+	b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
+}
+
+// BenchmarkExport times `mpspatch export` of the ten commits against
+// `git format-patch` of the same range with the same normalising flags, interleaved;
+// it reports mpspatch/git (target <= 1.5).
+//
+//	go test -run='^$' -bench=Export -benchtime=5x ./internal/stack
+func BenchmarkExport(b *testing.B) {
+	e := newEnv(b, false)
+	bin := buildMpspatch(b)
+	up := benchTree(b, e, 20000)
+	out := b.TempDir()
+	var tm, tg time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(out, fmt.Sprint(i))
+		tm += e.timed(b, up, bin, "export", "-q", "--tree", ".", "--base", "v1", "--patches", dir+"-m")
+		tg += e.timed(b, up, "git", "format-patch", "-q", "--zero-commit", "--full-index", "--no-signature", "--no-numbered", "-o", dir+"-g", "v1..series")
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(tm.Milliseconds())/float64(b.N), "mpspatch-ms/op")
+	b.ReportMetric(float64(tg.Milliseconds())/float64(b.N), "git-ms/op")
+	b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
+	_ = os.RemoveAll(out)
+}
