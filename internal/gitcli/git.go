@@ -90,6 +90,7 @@ type call struct {
 	stdin  io.Reader
 	stdout io.Writer // in addition to the captured output
 	stderr io.Writer // in addition to the captured tail
+	env    []string  // added to the environment of this one command
 }
 
 // exec runs one git command and returns its stdout. stderr is kept (its tail) for the
@@ -110,6 +111,12 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 	var env []string
 	if g != nil {
 		logPath, env = g.LogPath, g.Env
+	}
+	if len(c.env) > 0 {
+		if env == nil {
+			env = os.Environ()
+		}
+		env = append(append([]string{}, env...), c.env...)
 	}
 	res, err := run.Run(ctx, run.Cmd{
 		Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,

@@ -103,7 +103,7 @@ func ApplyCommits(ctx context.Context, g *gitcli.Git, root *os.Root, s *series.S
 	}
 	head := base
 	for _, p := range s.Patches {
-		c, err := commitPatch(ctx, g, root, opts.Tree, p, s.Hash())
+		c, err := commitPatch(ctx, g, root, opts.Tree, head, p, s.Hash())
 		if err != nil {
 			undo()
 			return res, fmt.Errorf("apply --commit %s: %w", p.Name, err)
@@ -116,7 +116,7 @@ func ApplyCommits(ctx context.Context, g *gitcli.Git, root *os.Root, s *series.S
 }
 
 // commitPatch applies one patch with the engine and records it as a commit.
-func commitPatch(ctx context.Context, g *gitcli.Git, root *os.Root, tree string, p *series.Patch, hash string) (CommittedPatch, error) {
+func commitPatch(ctx context.Context, g *gitcli.Git, root *os.Root, tree, parent string, p *series.Patch, hash string) (CommittedPatch, error) {
 	plan, err := series.ComputePatches(root, []*series.Patch{p}, series.Forward)
 	if err != nil {
 		return CommittedPatch{}, err
@@ -131,7 +131,7 @@ func commitPatch(ctx context.Context, g *gitcli.Git, root *os.Root, tree string,
 	if err := g.Add(ctx, tree, changedPaths(plan)); err != nil {
 		return CommittedPatch{}, err
 	}
-	sha, err := g.CommitStaged(ctx, tree, addSeriesID(mm.Message, p.ID), mm.Author, mm.Date, true)
+	sha, err := commitIndex(ctx, g, tree, parent, mm, addSeriesID(mm.Message, p.ID), "mpspatch apply --commit: "+p.Name)
 	if err != nil {
 		return CommittedPatch{}, err
 	}
@@ -151,4 +151,24 @@ func more(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(" and %d more", n)
+}
+
+// commitIndex records the index as a commit on parent with the mail's author and date and
+// moves HEAD there. It is `git commit` without the index refresh and rewrite, which on a
+// tree of tens of thousands of files cost more than everything else a patch needs.
+func commitIndex(ctx context.Context, g *gitcli.Git, tree, parent string, mm mailMessage, msg, reason string) (string, error) {
+	tid, err := g.WriteTree(ctx, tree)
+	if err != nil {
+		return "", err
+	}
+	sha, err := g.CommitTree(ctx, tree, gitcli.CommitTreeOptions{Tree: tid, Parent: parent, Message: msg,
+		AuthorName: mm.Name, AuthorEmail: mm.Email, AuthorDate: mm.Date})
+	if err != nil {
+		return "", err
+	}
+	crashpoint("commit written")
+	if err := g.MoveHead(ctx, tree, sha, parent, reason); err != nil {
+		return "", err
+	}
+	return sha, nil
 }

@@ -161,6 +161,8 @@ func addSeriesID(msg string, id int) string {
 type mailMessage struct {
 	Subject string // without the [PATCH ...] prefix, unfolded, decoded
 	Author  string // "Name <email>"
+	Name    string
+	Email   string
 	Date    string // the Date: header as written (git parses it, zone included)
 	Message string // the whole commit message: subject, blank line, body
 }
@@ -194,6 +196,7 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 		name = addr.Address
 	}
 	mm.Author = fmt.Sprintf("%s <%s>", name, addr.Address)
+	mm.Name, mm.Email = name, addr.Address
 	mm.Date = headerValue(p.header, "Date")
 	if mm.Date == "" {
 		return mm, fmt.Errorf("missing Date: header")

@@ -221,39 +221,39 @@ func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 	if branch == "" {
 		return nil, fmt.Errorf("rebase: HEAD of %s is detached; check out the series branch (apply --commit makes %s)", opts.Tree, DefaultBranch)
 	}
-	if clean, entries, err := g.IsClean(ctx, opts.Tree); err != nil {
+	// Like git rebase: tracked files must be unchanged; untracked files matter only
+	// where a patch writes (checked once the patches are read).
+	if entries, err := g.TrackedChanges(ctx, opts.Tree); err != nil {
 		return nil, fmt.Errorf("rebase: %w", err)
-	} else if !clean {
+	} else if len(entries) > 0 {
 		return nil, fmt.Errorf("rebase: %s has uncommitted changes (%s%s); commit or stash them first", opts.Tree, entries[0].Path, more(len(entries)-1))
 	}
-	head, err := g.RevParse(ctx, opts.Tree, "HEAD")
+	shas, err := g.RevParseCommits(ctx, opts.Tree, "HEAD", opts.Base, opts.Onto)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: base %s, --onto %s: %w", opts.Base, opts.Onto, err)
+	}
+	head, base, onto := shas[0], shas[1], shas[2]
+	list, err := g.RevListParents(ctx, opts.Tree, base+".."+head)
 	if err != nil {
 		return nil, fmt.Errorf("rebase: %w", err)
 	}
-	base, err := g.RevParse(ctx, opts.Tree, opts.Base)
-	if err != nil {
-		return nil, fmt.Errorf("rebase: base %s: %w", opts.Base, err)
-	}
-	onto, err := g.RevParse(ctx, opts.Tree, opts.Onto)
-	if err != nil {
-		return nil, fmt.Errorf("rebase: --onto %s: %w", opts.Onto, err)
-	}
-	merges, err := g.RevList(ctx, opts.Tree, base+".."+head, "--merges")
-	if err != nil {
-		return nil, fmt.Errorf("rebase: %w", err)
-	}
-	if len(merges) > 0 {
-		return nil, fmt.Errorf("rebase: %s..%s holds merge commit %s; a series is a straight line of commits", opts.Base, branch, merges[0])
-	}
-	commits, err := g.RevList(ctx, opts.Tree, base+".."+head)
-	if err != nil {
-		return nil, fmt.Errorf("rebase: %w", err)
+	var commits []string
+	for _, c := range list {
+		if len(c) > 2 {
+			return nil, fmt.Errorf("rebase: %s..%s holds merge commit %s; a series is a straight line of commits", opts.Base, branch, c[0])
+		}
+		commits = append(commits, c[0])
 	}
 	st := &RebaseState{Version: 1, Tree: opts.Tree, Branch: branch, OrigHead: head, Base: base,
 		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: "applying", Outcomes: []PatchOutcome{}}
 	r := &rebaser{g: g, root: root, dir: dir, st: st, opts: opts}
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err
+	}
+	if un, err := g.Untracked(ctx, opts.Tree, allPaths(r.pats)); err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	} else if len(un) > 0 {
+		return nil, fmt.Errorf("rebase: untracked %s%s is in the way of the series (a patch writes it); move it away first", un[0], more(len(un)-1))
 	}
 	if err := r.save(); err != nil {
 		return nil, err
@@ -423,21 +423,16 @@ func (r *rebaser) discardStep(ctx context.Context) error {
 }
 
 // cleanNewFiles removes files among paths that HEAD does not track: files a patch
-// created. The rebase starts on a clean tree, so no such file is the author's.
+// created. The rebase refuses to start while an untracked file sits on a path of the
+// series, so no such file is the author's.
 func (r *rebaser) cleanNewFiles(ctx context.Context, paths []string) error {
-	entries, err := r.g.Status(ctx, r.st.Tree)
+	untracked, err := r.g.Untracked(ctx, r.st.Tree, paths)
 	if err != nil {
 		return fmt.Errorf("rebase: %w", err)
 	}
-	want := map[string]bool{}
-	for _, p := range paths {
-		want[p] = true
-	}
-	for _, e := range entries {
-		if e.XY == "??" && want[e.Path] {
-			if err := r.root.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("rebase: remove %s: %w", e.Path, err)
-			}
+	for _, p := range untracked {
+		if err := r.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rebase: remove %s: %w", p, err)
 		}
 	}
 	return nil
@@ -514,7 +509,7 @@ func (r *rebaser) commit(ctx context.Context, i int) (string, error) {
 		msg = addSeriesID(msg, r.st.IDs[i])
 	}
 	crashpoint("before commit")
-	sha, err := r.g.CommitStaged(ctx, r.st.Tree, msg, mm.Author, mm.Date, false)
+	sha, err := commitIndex(ctx, r.g, r.st.Tree, r.st.Head, mm, msg, "mpspatch rebase: "+r.st.Names[i])
 	if err != nil {
 		return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
 	}
@@ -691,9 +686,11 @@ func (r *rebaser) annotate(ctx context.Context) error {
 		return fmt.Errorf("rebase: %w", err)
 	}
 	fresh := map[string][]byte{}
-	commits, err := r.g.RevList(ctx, st.Tree, st.Onto+".."+st.Head)
-	if err != nil {
-		return fmt.Errorf("rebase: %w", err)
+	var commits []string
+	for _, o := range st.Outcomes {
+		if o.NewCommit != "" {
+			commits = append(commits, o.NewCommit)
+		}
 	}
 	mails := splitMbox(mbox)
 	if len(mails) != len(commits) {
