@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
@@ -71,16 +72,41 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	if head == "" {
 		head = "HEAD"
 	}
-	shas, err := g.RevParseCommits(ctx, opts.Tree, opts.Base, head)
-	if err != nil {
-		return nil, fmt.Errorf("export: base %s, head %s: %w", opts.Base, head, err)
+	if strings.HasPrefix(opts.Base, "-") || strings.HasPrefix(head, "-") {
+		return nil, fmt.Errorf("export: revision %q..%q starts with a dash", opts.Base, head)
+	}
+	rng := opts.Base + ".." + head
+	// The three git processes (resolve, list, format) run at once: each costs mostly
+	// its start-up, and export's time is what CI waits for on every push.
+	var (
+		wg                      sync.WaitGroup
+		shas                    []string
+		list                    [][]string
+		mbox                    []byte
+		errRev, errList, errMbx error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); shas, errRev = g.RevParseCommits(ctx, opts.Tree, opts.Base, head) }()
+	go func() { defer wg.Done(); list, errList = g.RevListParents(ctx, opts.Tree, rng) }()
+	go func() { defer wg.Done(); mbox, errMbx = g.FormatPatch(ctx, opts.Tree, rng) }()
+	sd, errDir := readSeriesDir(opts.Dir)
+	wg.Wait()
+	if errRev != nil {
+		return nil, fmt.Errorf("export: base %s, head %s: %w", opts.Base, head, errRev)
+	}
+	if errDir != nil {
+		return nil, fmt.Errorf("export: %w", errDir)
+	}
+	for _, err := range []error{errList, errMbx} {
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
 	}
 	base, headSHA := shas[0], shas[1]
-	sd, err := readSeriesDir(opts.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+	if n := len(list); n > 0 && list[n-1][0] != headSHA {
+		return nil, fmt.Errorf("export: %s moved while exporting; run it again", head)
 	}
-	pats, err := exportCommits(ctx, g, opts.Tree, base, headSHA, sd)
+	pats, err := exportCommits(list, mbox, rng, sd)
 	if err != nil {
 		return nil, err
 	}
@@ -188,13 +214,9 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	return res, nil
 }
 
-// exportCommits formats base..head and gives every commit its ID and file name.
-func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, sd *seriesDir) ([]exportedPatch, error) {
-	rng := base + ".." + head
-	list, err := g.RevListParents(ctx, tree, rng)
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
+// exportCommits gives every commit of the range (list: rev-list --parents; mbox: its
+// format-patch) its ID and file name.
+func exportCommits(list [][]string, mbox []byte, rng string, sd *seriesDir) ([]exportedPatch, error) {
 	var commits []string
 	for _, c := range list {
 		if len(c) > 2 {
@@ -204,10 +226,6 @@ func exportCommits(ctx context.Context, g *gitcli.Git, tree, base, head string, 
 	}
 	if len(commits) == 0 {
 		return nil, nil
-	}
-	mbox, err := g.FormatPatch(ctx, tree, rng)
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
 	}
 	mails := splitMbox(mbox)
 	if len(mails) != len(commits) {

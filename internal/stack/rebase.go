@@ -457,7 +457,7 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 	if len(unmerged) > 0 {
 		return fmt.Errorf("rebase --continue: %s still in conflict (%s); resolve and `git add` them", plural(len(unmerged), "file"), strings.Join(unmerged, ", "))
 	}
-	entries, err := r.g.Status(ctx, st.Tree)
+	entries, err := r.g.TrackedChanges(ctx, st.Tree)
 	if err != nil {
 		return fmt.Errorf("rebase --continue: %w", err)
 	}
