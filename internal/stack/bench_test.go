@@ -176,3 +176,43 @@ func BenchmarkExport(b *testing.B) {
 	b.ReportMetric(float64(ti)/float64(tg), "in-process/git")
 	_ = os.RemoveAll(out)
 }
+
+// BenchmarkExportGrowth: export of 10, 100 and 300 commits (a 200-file repository: the
+// tree size does not enter export) against git format-patch of the same range with the
+// same flags, so the fixed cost (mpspatch's start-up, two extra git processes started
+// alongside format-patch) shows apart from the per-patch cost.
+//
+//	go test -run='^$' -bench=ExportGrowth -benchtime=5x ./internal/stack
+func BenchmarkExportGrowth(b *testing.B) {
+	e := newEnv(b, false)
+	bin := buildMpspatch(b)
+	dir := filepath.Join(b.TempDir(), "up")
+	for i := 0; i < 200; i++ {
+		write(b, filepath.Join(dir, fmt.Sprintf("d%02d/f%03d.cpp", i%20, i)), lines("x", 40))
+	}
+	e.git(dir, "init", "-q")
+	e.git(dir, "add", "-A")
+	e.git(dir, "commit", "-q", "-m", "base")
+	e.git(dir, "tag", "v1")
+	made := 0
+	for _, n := range []int{10, 100, 300} {
+		for ; made < n; made++ {
+			p := filepath.Join(dir, fmt.Sprintf("d%02d/f%03d.cpp", made%20, made%200))
+			write(b, p, read(b, p)+fmt.Sprintf("added by patch %d\n", made))
+			e.git(dir, "commit", "-q", "-a", "-m", fmt.Sprintf("patch %d", made))
+		}
+		e.git(dir, "tag", fmt.Sprintf("n%d", n))
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			out := b.TempDir()
+			var tm, tg time.Duration
+			for i := 0; i < b.N; i++ {
+				d := filepath.Join(out, fmt.Sprint(i))
+				tm += e.timed(b, dir, bin, "export", "-q", "--tree", ".", "--base", "v1", "--head", fmt.Sprintf("n%d", n), "--patches", d+"-m")
+				tg += e.timed(b, dir, "git", "format-patch", "-q", "--zero-commit", "--full-index", "--no-signature", "--no-numbered", "-o", d+"-g", fmt.Sprintf("v1..n%d", n))
+			}
+			b.ReportMetric(float64(tm.Microseconds())/1000/float64(b.N), "mpspatch-ms/op")
+			b.ReportMetric(float64(tg.Microseconds())/1000/float64(b.N), "git-ms/op")
+			b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
+		})
+	}
+}
