@@ -111,6 +111,9 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 	defer root.Close()
 	g := authorGit()
 	sopts := stack.RebaseOptions{Tree: opts.tree, Onto: opts.onto, Intents: intentChecker, SkipIntents: opts.noIntents}
+	if dir, err := d.seriesDirFor(&opts.treeOptions, "rebase"); err == nil && isDir(dir) {
+		sopts.SeriesDir = dir
+	}
 
 	if opts.abort {
 		st, err := stack.Abort(ctx, g, root, sopts)
@@ -239,6 +242,8 @@ func rebaseError(err error) error {
 	switch {
 	case errors.Is(err, stack.ErrNoRebase), errors.Is(err, stack.ErrInProgress):
 		return withCode(ExitUsage, err)
+	case errors.Is(err, stack.ErrUnresolved):
+		return withCode(ExitConflict, err)
 	}
 	return gitError(err)
 }

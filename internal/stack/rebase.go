@@ -99,7 +99,14 @@ type RebaseOptions struct {
 	Intents func(p *series.Patch, read func(string) ([]byte, error)) []string
 	// SkipIntents, on Continue, accepts the resolved patch even if an intent still fails.
 	SkipIntents bool
+	// SeriesDir, when set, names commits that carry no Series-Id after the entries an
+	// earlier export wrote for them (as export matches them); the rebased commits then
+	// carry the trailer.
+	SeriesDir string
 }
+
+// ErrUnresolved is wrapped by Continue's refusals while the stop is not resolved.
+var ErrUnresolved = errors.New("the stop is not resolved")
 
 // RebaseResult is the outcome of a rebase run (start or continue).
 type RebaseResult struct {
@@ -282,6 +289,21 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 		return fmt.Errorf("rebase: git format-patch wrote %d mails for %d commits", len(mails), len(st.Commits))
 	}
 	fresh := len(st.IDs) == 0
+	var sd *seriesDir
+	claimed := map[int]bool{}
+	if fresh && r.opts.SeriesDir != "" {
+		var err error
+		if sd, err = readSeriesDir(r.opts.SeriesDir); err != nil {
+			return fmt.Errorf("rebase: %w", err)
+		}
+		for _, m := range mails {
+			if parts, err := splitMail(m); err == nil {
+				if _, id := stripSeriesID(parts.body); id > 0 {
+					claimed[id] = true
+				}
+			}
+		}
+	}
 	r.mails = mails
 	r.pats = make([]*series.Patch, len(mails))
 	for i, m := range mails {
@@ -294,9 +316,15 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 		r.mails[i] = parts.bytes()
 		if fresh {
 			mm, _ := parseMailMessage(m)
+			if id == 0 && sd != nil {
+				id = matchEntry(sd, exportedPatch{subject: mm.Subject, mail: r.mails[i]}, claimed)
+			}
 			name := fmt.Sprintf("%.12s-%s", st.Commits[i], slugify(mm.Subject))
 			if id > 0 {
 				name = fmt.Sprintf("%04d-%s", id, slugify(mm.Subject))
+				if sd != nil && sd.byID[id] != "" {
+					name = strings.TrimSuffix(sd.byID[id], ".patch")
+				}
 			}
 			st.IDs = append(st.IDs, id)
 			st.Names = append(st.Names, name)
@@ -455,7 +483,7 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 		return fmt.Errorf("rebase --continue: %w", err)
 	}
 	if len(unmerged) > 0 {
-		return fmt.Errorf("rebase --continue: %s still in conflict (%s); resolve and `git add` them", plural(len(unmerged), "file"), strings.Join(unmerged, ", "))
+		return fmt.Errorf("rebase --continue: %w: %s still in conflict (%s); resolve and `git add` them", ErrUnresolved, plural(len(unmerged), "file"), strings.Join(unmerged, ", "))
 	}
 	entries, err := r.g.TrackedChanges(ctx, st.Tree)
 	if err != nil {
@@ -463,7 +491,7 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 	}
 	for _, e := range entries {
 		if e.XY[1] != ' ' {
-			return fmt.Errorf("rebase --continue: %s is changed but not staged; `git add` it (or `git checkout` it) first", e.Path)
+			return fmt.Errorf("rebase --continue: %w: %s is changed but not staged; `git add` it (or `git checkout` it) first", ErrUnresolved, e.Path)
 		}
 	}
 	staged, err := r.g.HasStagedChanges(ctx, st.Tree)
@@ -471,7 +499,7 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 		return fmt.Errorf("rebase --continue: %w", err)
 	}
 	if !staged {
-		return fmt.Errorf("rebase --continue: nothing staged for %s; `mpspatch rebase --skip` drops it", st.Names[i])
+		return fmt.Errorf("rebase --continue: %w: nothing staged for %s; `mpspatch rebase --skip` drops it", ErrUnresolved, st.Names[i])
 	}
 	if r.opts.Intents != nil && !r.opts.SkipIntents {
 		if broken := r.opts.Intents(r.pats[i], r.read); len(broken) > 0 {
