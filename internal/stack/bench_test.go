@@ -10,13 +10,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/synthtree"
 )
 
-// benchTree builds, once per benchmark, an upstream of nfiles small files (PyTorch's
-// file count, not its bytes: what rebase costs grows with the number of index entries
-// git stats, not with file sizes), tagged v1, with a branch `series` of ten commits that
-// each change one file, and v2: five of those files gain lines above the change (the
-// patches land at an offset) and ten other files change.
+// benchTree builds, once per benchmark run, the synthetic PyTorch-shaped tree of
+// internal/synthtree (20,000 files in PyTorch's directory layout, ten ~2,000-line MPS
+// files) with its ten-patch series applied as commits by `mpspatch apply --commit` on
+// branch series, tagged v1 below it, and v2: five of the MPS files gain two lines at
+// the top (their patches land at an offset) and ten other files change.
 func benchTree(b *testing.B, e *env, nfiles int) string {
 	b.Helper()
 	benchOnce.Do(func() {
@@ -43,27 +45,34 @@ var (
 )
 
 func buildBenchTree(b *testing.B, e *env, dir string, nfiles int) {
-	body := lines("x", 40)
-	for i := 0; i < nfiles; i++ {
-		write(b, filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", i%200, i)), fmt.Sprintf("// file %d\n%s", i, body))
+	// 3 KB a file on average: the file count is what rebase's git work grows with
+	// (index entries to read and stat), not the bytes.
+	spec := synthtree.Spec{Files: nfiles, Bytes: int64(nfiles) * 3 << 10}
+	tree, err := synthtree.Write(dir, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pdir := filepath.Join(filepath.Dir(dir), "patches")
+	if err := synthtree.WriteSeries(pdir, spec); err != nil {
+		b.Fatal(err)
 	}
 	e.git(dir, "init", "-q")
 	e.git(dir, "add", "-A")
 	e.git(dir, "commit", "-q", "-m", "base")
 	e.git(dir, "tag", "v1")
-	e.git(dir, "checkout", "-q", "-b", "series")
-	for k := 0; k < 10; k++ {
-		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
-		write(b, p, strings.Replace(read(b, p), "x line 20\n", fmt.Sprintf("x line 20 patched by %d\n", k), 1))
-		e.git(dir, "commit", "-q", "-a", "-m", fmt.Sprintf("patch %d: change file %d", k, k))
+	cmd := exec.Command(buildMpspatch(b), "apply", "-q", "--tree", ".", "--patches", pdir, "--commit", "--branch", "series")
+	cmd.Dir, cmd.Env = dir, e.vars
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("apply --commit: %v\n%s", err, out)
 	}
 	e.git(dir, "checkout", "-q", "main")
-	for k := 0; k < 5; k++ {
-		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
+	for _, rel := range tree.MPS[:5] {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
 		write(b, p, "// moved\n// down\n"+read(b, p))
 	}
-	for k := 100; k < 110; k++ {
-		p := filepath.Join(dir, fmt.Sprintf("d%03d/f%05d.cpp", k%200, k))
+	others := strings.Split(e.git(dir, "ls-files", "aten/src/ATen/native/cpu"), "\n")
+	for _, rel := range others[:10] {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
 		write(b, p, read(b, p)+"// upstream change\n")
 	}
 	e.git(dir, "commit", "-q", "-a", "-m", "upstream v2")
