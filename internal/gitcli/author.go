@@ -331,3 +331,31 @@ func (g *Git) Untracked(ctx context.Context, dir string, paths []string) ([]stri
 	}
 	return res, nil
 }
+
+// SetHead detaches HEAD at commit without touching index or work tree
+// (`git update-ref --no-deref HEAD`).
+func (g *Git) SetHead(ctx context.Context, dir, commit, reason string) error {
+	_, err := g.exec(ctx, call{op: "update-ref --no-deref HEAD", dir: dir, args: []string{"update-ref", "--no-deref", "-m", reason, "HEAD", commit}})
+	return err
+}
+
+// AttachHead points HEAD at branch without touching index or work tree
+// (`git symbolic-ref HEAD refs/heads/BRANCH`): right when both already hold the
+// branch's commit.
+func (g *Git) AttachHead(ctx context.Context, dir, branch, reason string) error {
+	_, err := g.exec(ctx, call{op: "symbolic-ref HEAD", dir: dir, args: []string{"symbolic-ref", "-m", reason, "HEAD", "refs/heads/" + branch}})
+	return err
+}
+
+// IndexDiffers says whether the index differs from commit's tree.
+func (g *Git) IndexDiffers(ctx context.Context, dir, commit string) (bool, error) {
+	_, err := g.exec(ctx, call{op: "diff-index --cached " + commit, dir: dir, args: []string{"diff-index", "--cached", "--quiet", commit, "--"}})
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, nil
+}

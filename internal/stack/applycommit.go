@@ -131,7 +131,7 @@ func commitPatch(ctx context.Context, g *gitcli.Git, root *os.Root, tree, parent
 	if err := g.Add(ctx, tree, changedPaths(plan)); err != nil {
 		return CommittedPatch{}, err
 	}
-	sha, err := commitIndex(ctx, g, tree, parent, mm, addSeriesID(mm.Message, p.ID), "mpspatch apply --commit: "+p.Name)
+	sha, err := commitIndex(ctx, g, tree, parent, mm, addSeriesID(mm.Message, p.ID), "mpspatch apply --commit: "+p.Name, true)
 	if err != nil {
 		return CommittedPatch{}, err
 	}
@@ -153,10 +153,11 @@ func more(n int) string {
 	return fmt.Sprintf(" and %d more", n)
 }
 
-// commitIndex records the index as a commit on parent with the mail's author and date and
-// moves HEAD there. It is `git commit` without the index refresh and rewrite, which on a
-// tree of tens of thousands of files cost more than everything else a patch needs.
-func commitIndex(ctx context.Context, g *gitcli.Git, tree, parent string, mm mailMessage, msg, reason string) (string, error) {
+// commitIndex records the index as a commit on parent with the mail's author and date
+// and, with moveHead, moves HEAD there. It is `git commit` without the index refresh and
+// rewrite, which on a tree of tens of thousands of files cost more than everything else a
+// patch needs.
+func commitIndex(ctx context.Context, g *gitcli.Git, tree, parent string, mm mailMessage, msg, reason string, moveHead bool) (string, error) {
 	tid, err := g.WriteTree(ctx, tree)
 	if err != nil {
 		return "", err
@@ -167,6 +168,9 @@ func commitIndex(ctx context.Context, g *gitcli.Git, tree, parent string, mm mai
 		return "", err
 	}
 	crashpoint("commit written")
+	if !moveHead {
+		return sha, nil
+	}
 	if err := g.MoveHead(ctx, tree, sha, parent, reason); err != nil {
 		return "", err
 	}

@@ -494,7 +494,7 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 			return fmt.Errorf("rebase --continue: %w: %s is changed but not staged; `git add` it (or `git checkout` it) first", ErrUnresolved, e.Path)
 		}
 	}
-	staged, err := r.g.HasStagedChanges(ctx, st.Tree)
+	staged, err := r.g.IndexDiffers(ctx, st.Tree, st.Head)
 	if err != nil {
 		return fmt.Errorf("rebase --continue: %w", err)
 	}
@@ -537,7 +537,9 @@ func (r *rebaser) commit(ctx context.Context, i int) (string, error) {
 		msg = addSeriesID(msg, r.st.IDs[i])
 	}
 	crashpoint("before commit")
-	sha, err := commitIndex(ctx, r.g, r.st.Tree, r.st.Head, mm, msg, "mpspatch rebase: "+r.st.Names[i])
+	// HEAD stays where it is until the rebase stops or ends (the state's Head is the
+	// truth meanwhile): one git process less per patch.
+	sha, err := commitIndex(ctx, r.g, r.st.Tree, r.st.Head, mm, msg, "mpspatch rebase: "+r.st.Names[i], false)
 	if err != nil {
 		return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
 	}
@@ -592,7 +594,9 @@ func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
 		}
 	}
 	crashpoint("branch moved")
-	if err := r.g.Switch(ctx, st.Tree, st.Branch, false); err != nil {
+	// Index and work tree hold the branch's new commit already: pointing HEAD at the
+	// branch is all a checkout would do, without reading and stat-ing the whole index.
+	if err := r.g.AttachHead(ctx, st.Tree, st.Branch, "mpspatch rebase --onto "+st.OntoName); err != nil {
 		return &RebaseResult{State: st}, fmt.Errorf("rebase: %w", err)
 	}
 	if err := os.RemoveAll(r.dir); err != nil {
@@ -636,7 +640,7 @@ func (r *rebaser) step(ctx context.Context) error {
 	// its index line; a partial clone fetches it on demand).
 	aerr := r.g.Apply(ctx, st.Tree, r.mails[i], gitcli.ApplyOptions{Index: true, ThreeWay: true})
 	if aerr == nil {
-		staged, err := r.g.HasStagedChanges(ctx, st.Tree)
+		staged, err := r.g.IndexDiffers(ctx, st.Tree, st.Head)
 		if err != nil {
 			return err
 		}
@@ -660,10 +664,19 @@ func (r *rebaser) step(ctx context.Context) error {
 		}
 	}
 	st.Phase, st.Stopped = "stopped", stop
+	return r.stop(ctx)
+}
+
+// stop saves the state and hands the tree to the author, HEAD at the last rebased commit
+// so that git status and git diff --cached show the stopped patch alone.
+func (r *rebaser) stop(ctx context.Context) error {
 	if err := r.save(); err != nil {
 		return err
 	}
-	return &StopError{Stop: stop}
+	if err := r.g.SetHead(ctx, r.st.Tree, r.st.Head, "mpspatch rebase: stopped at "+r.st.Stopped.Patch); err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	return &StopError{Stop: r.st.Stopped}
 }
 
 // finishStep judges the staged result's intents, then commits it.
@@ -674,10 +687,7 @@ func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome) error {
 		if broken := r.opts.Intents(r.pats[i], r.read); len(broken) > 0 {
 			st.Phase = "stopped"
 			st.Stopped = &Stop{Index: i, Patch: st.Names[i], Reason: "intent", Intents: broken}
-			if err := r.save(); err != nil {
-				return err
-			}
-			return &StopError{Stop: st.Stopped}
+			return r.stop(ctx)
 		}
 	}
 	sha, err := r.commit(ctx, i)
