@@ -240,8 +240,15 @@ func (g *Git) RevParseCommits(ctx context.Context, dir string, revs ...string) (
 }
 
 // RevListParents lists the commits of rng, oldest first, each followed by its parents.
-func (g *Git) RevListParents(ctx context.Context, dir, rng string) ([][]string, error) {
-	out, err := g.exec(ctx, call{op: "rev-list " + rng, dir: dir, args: []string{"rev-list", "--reverse", "--parents", "--end-of-options", rng}})
+// With boundary, the commits just outside the range come too, their IDs prefixed with
+// "-" (`git rev-list --boundary`).
+func (g *Git) RevListParents(ctx context.Context, dir, rng string, boundary ...bool) ([][]string, error) {
+	args := []string{"rev-list", "--reverse", "--parents"}
+	if len(boundary) > 0 && boundary[0] {
+		args = append(args, "--boundary")
+	}
+	args = append(args, "--end-of-options", rng)
+	out, err := g.exec(ctx, call{op: "rev-list " + rng, dir: dir, args: args})
 	if err != nil {
 		return nil, err
 	}

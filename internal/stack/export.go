@@ -76,35 +76,49 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 		return nil, fmt.Errorf("export: revision %q..%q starts with a dash", opts.Base, head)
 	}
 	rng := opts.Base + ".." + head
-	// The three git processes (resolve, list, format) run at once: each costs mostly
-	// its start-up, and export's time is what CI waits for on every push.
+	// Two git processes run at once: rev-list (the commits, their parents for the merge
+	// check, and with --boundary the base itself) and format-patch. Each costs mostly its
+	// start-up, and export's time is what CI waits for on every push.
 	var (
-		wg                      sync.WaitGroup
-		shas                    []string
-		list                    [][]string
-		mbox                    []byte
-		errRev, errList, errMbx error
+		wg              sync.WaitGroup
+		all             [][]string
+		mbox            []byte
+		errList, errMbx error
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); shas, errRev = g.RevParseCommits(ctx, opts.Tree, opts.Base, head) }()
-	go func() { defer wg.Done(); list, errList = g.RevListParents(ctx, opts.Tree, rng) }()
+	wg.Add(2)
+	go func() { defer wg.Done(); all, errList = g.RevListParents(ctx, opts.Tree, rng, true) }()
 	go func() { defer wg.Done(); mbox, errMbx = g.FormatPatch(ctx, opts.Tree, rng) }()
 	sd, errDir := readSeriesDir(opts.Dir)
 	wg.Wait()
-	if errRev != nil {
-		return nil, fmt.Errorf("export: base %s, head %s: %w", opts.Base, head, errRev)
-	}
 	if errDir != nil {
 		return nil, fmt.Errorf("export: %w", errDir)
 	}
 	for _, err := range []error{errList, errMbx} {
 		if err != nil {
-			return nil, fmt.Errorf("export: %w", err)
+			return nil, fmt.Errorf("export %s: %w", rng, err)
 		}
 	}
-	base, headSHA := shas[0], shas[1]
-	if n := len(list); n > 0 && list[n-1][0] != headSHA {
-		return nil, fmt.Errorf("export: %s moved while exporting; run it again", head)
+	var list [][]string
+	var base string
+	for _, c := range all {
+		if strings.HasPrefix(c[0], "-") {
+			base = strings.TrimPrefix(c[0], "-")
+			continue
+		}
+		list = append(list, c)
+	}
+	headSHA := base
+	if n := len(list); n > 0 {
+		headSHA = list[n-1][0]
+	}
+	if base == "" || len(list) > 0 && (len(list[0]) < 2 || list[0][1] != base) {
+		// An empty range, or a base that is not the first commit's parent (a merge, or
+		// not an ancestor at all): resolve both plainly.
+		shas, err := g.RevParseCommits(ctx, opts.Tree, opts.Base, head)
+		if err != nil {
+			return nil, fmt.Errorf("export: base %s, head %s: %w", opts.Base, head, err)
+		}
+		base, headSHA = shas[0], shas[1]
 	}
 	pats, err := exportCommits(list, mbox, rng, sd)
 	if err != nil {
