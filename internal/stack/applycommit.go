@@ -67,6 +67,14 @@ func ApplyCommits(ctx context.Context, g *gitcli.Git, root *os.Root, s *series.S
 		return nil, fmt.Errorf("apply --commit: %s (at %.12s): %w; --force replaces it", branch, old, ErrBranchExists)
 	}
 	res := &ApplyCommitsResult{Branch: branch, Base: base}
+	unlock, err := series.Lock(root)
+	if err != nil {
+		return res, fmt.Errorf("apply --commit: %w", err)
+	}
+	defer unlock()
+	if _, err := series.Recover(root, series.Forward); err != nil {
+		return res, fmt.Errorf("apply --commit: %w", err)
+	}
 	plan, err := series.Compute(root, s, series.Forward)
 	res.Plan = plan
 	if err != nil {

@@ -212,6 +212,11 @@ func (r *rebaser) save() error {
 // Rebase starts moving the series commits Base..HEAD of the branch checked out in Tree
 // onto Onto. It returns a *StopError when a patch needs the author.
 func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	unlock, err := series.Lock(root)
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	defer unlock()
 	dir, err := stateDir(ctx, g, opts.Tree)
 	if err != nil {
 		return nil, fmt.Errorf("rebase: %w", err)
@@ -362,6 +367,11 @@ func resume(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 // Continue finishes the stopped patch (the author's staged resolution becomes its
 // commit) and goes on; after a crash it redoes the interrupted step.
 func Continue(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	unlock, err := series.Lock(root)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --continue: %w", err)
+	}
+	defer unlock()
 	r, err := resume(ctx, g, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rebase --continue: %w", err)
@@ -381,6 +391,11 @@ func Continue(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOpti
 
 // Skip drops the stopped patch and goes on.
 func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
+	unlock, err := series.Lock(root)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --skip: %w", err)
+	}
+	defer unlock()
 	r, err := resume(ctx, g, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rebase --skip: %w", err)
@@ -403,12 +418,17 @@ func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions)
 
 // Abort puts tree, branch and index back as they were before the rebase began.
 func Abort(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseState, error) {
+	unlock, err := series.Lock(root)
+	if err != nil {
+		return nil, fmt.Errorf("rebase --abort: %w", err)
+	}
+	defer unlock()
 	r, err := resume(ctx, g, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rebase --abort: %w", err)
 	}
 	st := r.st
-	if _, err := series.Recover(root); err != nil {
+	if _, err := series.Recover(root, series.Forward); err != nil {
 		return nil, fmt.Errorf("rebase --abort: %w", err)
 	}
 	// The branch moves only when finishing; put it back in case that had begun.
@@ -434,7 +454,7 @@ func Abort(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions
 // author's unfinished resolution) and returns the tree to the step's starting commit.
 func (r *rebaser) discardStep(ctx context.Context) error {
 	st := r.st
-	if _, err := series.Recover(r.root); err != nil {
+	if _, err := series.Recover(r.root, series.Forward); err != nil {
 		return fmt.Errorf("rebase: %w", err)
 	}
 	// Detached and forced: also right when a crash came before the first detach, with
