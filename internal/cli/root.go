@@ -45,7 +45,7 @@ const exitCodeHelp = `Exit codes:
   0    ok
   1    checks failed (lint, verify, audit)
   2    usage or config error
-  3    patch conflict (nothing was written)
+  3    patch conflict (apply: nothing was written; rebase: stopped, state saved for --continue, --skip or --abort)
   4    build failed
   5    environment unsupported (no Metal, no python, no git)
   130  interrupted`
