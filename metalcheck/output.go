@@ -1,12 +1,9 @@
 package metalcheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 )
 
 // ToolName and ToolURI identify the audit in SARIF output.
@@ -45,33 +42,131 @@ func WriteJSON(w io.Writer, r Result) error {
 	return enc.Encode(r)
 }
 
-// SARIF builds a SARIF 2.1.0 log of r: every rule in tool.driver.rules, new findings as
-// results, accepted ones as results with an external suppression carrying the reason.
-func SARIF(r Result, reasons map[string]string) *sarif.Report {
-	rep := sarif.NewReport()
-	run := sarif.NewRunWithInformationURI(ToolName, ToolURI)
-	for _, rule := range Rules {
-		run.AddRule(rule.ID).
-			WithName(rule.Name).
-			WithShortDescription(sarif.NewMultiformatMessageString().WithText(rule.Name + ": " + firstSentence(rule.Summary))).
-			WithFullDescription(sarif.NewMultiformatMessageString().WithText(rule.Summary)).
-			WithHelp(sarif.NewMultiformatMessageString().WithText(rule.Fix)).
-			WithHelpURI(ToolURI + "#" + rule.ID).
-			WithDefaultConfiguration(sarif.NewReportingConfiguration().WithLevel(string(rule.Severity)))
+// The SARIF 2.1.0 log is written with the small types below, not with go-sarif
+// (github.com/owenrumney/go-sarif), which the tests still use to validate the output
+// against the schema: go-sarif links gojsonschema and net/http, whose package
+// initialisers every mpspatch command would pay at start-up (issue 11), for a document
+// of a dozen fields. Fields are declared in alphabetical order and empty ones omitted, so
+// the JSON reads as a sorted document that carries only what the audit says.
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Runs    []sarifRun `json:"runs"`
+	Version string     `json:"version"`
+}
+
+type sarifRun struct {
+	ColumnKind string        `json:"columnKind"`
+	Language   string        `json:"language"`
+	Results    []sarifResult `json:"results,omitempty"`
+	Tool       struct {
+		Driver sarifDriver `json:"driver"`
+	} `json:"tool"`
+}
+
+type sarifDriver struct {
+	Contents        []string    `json:"contents"`
+	InformationURI  string      `json:"informationUri"`
+	IsComprehensive bool        `json:"isComprehensive"`
+	Language        string      `json:"language"`
+	Name            string      `json:"name"`
+	Rules           []sarifRule `json:"rules"`
+}
+
+type sarifText struct {
+	Text string `json:"text"`
+}
+
+type sarifRule struct {
+	DefaultConfiguration struct {
+		Enabled bool   `json:"enabled"`
+		Level   string `json:"level"`
+	} `json:"defaultConfiguration"`
+	FullDescription  sarifText `json:"fullDescription"`
+	Help             sarifText `json:"help"`
+	HelpURI          string    `json:"helpUri"`
+	ID               string    `json:"id"`
+	Name             string    `json:"name"`
+	ShortDescription sarifText `json:"shortDescription"`
+}
+
+type sarifResult struct {
+	Kind                string             `json:"kind"`
+	Level               string             `json:"level"`
+	Locations           []sarifLocation    `json:"locations"`
+	Message             sarifText          `json:"message"`
+	PartialFingerprints map[string]string  `json:"partialFingerprints"`
+	RuleID              string             `json:"ruleId"`
+	RuleIndex           int                `json:"ruleIndex"`
+	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation struct {
+		ArtifactLocation struct {
+			URI       string `json:"uri"`
+			URIBaseID string `json:"uriBaseId"`
+		} `json:"artifactLocation"`
+		Region struct {
+			EndLine     int `json:"endLine"`
+			StartColumn int `json:"startColumn,omitempty"`
+			StartLine   int `json:"startLine"`
+		} `json:"region"`
+	} `json:"physicalLocation"`
+}
+
+type sarifSuppression struct {
+	Justification string `json:"justification"`
+	Kind          string `json:"kind"`
+}
+
+// sarifReport builds the SARIF 2.1.0 log of r: every rule in tool.driver.rules, new
+// findings as results, accepted ones as results with an external suppression carrying
+// the reason.
+func sarifReport(r Result, reasons map[string]string) sarifLog {
+	run := sarifRun{ColumnKind: "unicodeCodePoints", Language: "en-US"}
+	d := &run.Tool.Driver
+	d.Contents = []string{"localizedData", "nonLocalizedData"}
+	d.InformationURI = ToolURI
+	d.Language = "en-US"
+	d.Name = ToolName
+	index := make(map[string]int, len(Rules))
+	for i, rule := range Rules {
+		index[rule.ID] = i
+		sr := sarifRule{
+			FullDescription:  sarifText{rule.Summary},
+			Help:             sarifText{rule.Fix},
+			HelpURI:          ToolURI + "#" + rule.ID,
+			ID:               rule.ID,
+			Name:             rule.Name,
+			ShortDescription: sarifText{rule.Name + ": " + firstSentence(rule.Summary)},
+		}
+		sr.DefaultConfiguration.Enabled = true
+		sr.DefaultConfiguration.Level = string(rule.Severity)
+		d.Rules = append(d.Rules, sr)
 	}
 	add := func(f Finding, suppressed bool) {
-		res := run.CreateResultForRule(f.Rule).
-			WithLevel(string(f.Severity)).
-			WithMessage(sarif.NewTextMessage(f.Message + " (fix: " + f.Fix + ")")).
-			AddLocation(sarif.NewLocationWithPhysicalLocation(
-				sarif.NewPhysicalLocation().
-					WithArtifactLocation(sarif.NewSimpleArtifactLocation(f.File).WithURIBaseID("%SRCROOT%")).
-					WithRegion(sarif.NewSimpleRegion(f.Line, f.Line).WithStartColumn(f.Col))))
-		res.PartialFingerprints = map[string]string{"mpspatchAudit/v1": f.Fingerprint}
-		if suppressed {
-			res.Suppressions = append(res.Suppressions,
-				sarif.NewSuppression().WithKind("external").WithJustification(reasons[f.Fingerprint]))
+		res := sarifResult{
+			Kind:                "fail",
+			Level:               string(f.Severity),
+			Message:             sarifText{f.Message + " (fix: " + f.Fix + ")"},
+			PartialFingerprints: map[string]string{"mpspatchAudit/v1": f.Fingerprint},
+			RuleID:              f.Rule,
+			RuleIndex:           -1,
 		}
+		if i, ok := index[f.Rule]; ok {
+			res.RuleIndex = i
+		}
+		var loc sarifLocation
+		loc.PhysicalLocation.ArtifactLocation.URI = f.File
+		loc.PhysicalLocation.ArtifactLocation.URIBaseID = "%SRCROOT%"
+		loc.PhysicalLocation.Region.StartLine = f.Line
+		loc.PhysicalLocation.Region.EndLine = f.Line
+		loc.PhysicalLocation.Region.StartColumn = f.Col
+		res.Locations = []sarifLocation{loc}
+		if suppressed {
+			res.Suppressions = []sarifSuppression{{Kind: "external", Justification: reasons[f.Fingerprint]}}
+		}
+		run.Results = append(run.Results, res)
 	}
 	for _, f := range r.New {
 		add(f, false)
@@ -79,66 +174,22 @@ func SARIF(r Result, reasons map[string]string) *sarif.Report {
 	for _, f := range r.Accepted {
 		add(f, true)
 	}
-	run.WithColumnKind("unicodeCodePoints")
-	rep.AddRun(run)
-	return rep
+	return sarifLog{
+		Schema:  "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/main/sarif-2.1/schema/sarif-schema-2.1.0.json",
+		Runs:    []sarifRun{run},
+		Version: "2.1.0",
+	}
 }
 
-// WriteSARIF writes the SARIF log of r, indented, without the padding go-sarif's
-// constructors put in every object (empty arrays and property bags, -1 indexes, the
-// schema's default newline sequences): only what the audit says.
+// WriteSARIF writes the SARIF 2.1.0 log of r, indented, for GitHub code scanning and
+// other SARIF viewers.
 func WriteSARIF(w io.Writer, r Result, reasons map[string]string) error {
-	raw, err := json.Marshal(SARIF(r, reasons))
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return err
-	}
-	doc, _ = pruneSARIF(doc)
-	out, err := json.MarshalIndent(doc, "", "  ")
+	out, err := json.MarshalIndent(sarifReport(r, reasons), "", "  ")
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(append(out, '\n'))
 	return err
-}
-
-// pruneSARIF drops what carries no information from a decoded SARIF document: empty
-// arrays and objects, the -1 that marks an unset index or offset, and newlineSequences
-// equal to the schema's default. It reports whether v itself is empty.
-func pruneSARIF(v any) (any, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			pe, empty := pruneSARIF(e)
-			if empty || k == "newlineSequences" && isDefaultNewlines(e) {
-				delete(x, k)
-				continue
-			}
-			x[k] = pe
-		}
-		return x, len(x) == 0
-	case []any:
-		out := x[:0]
-		for _, e := range x {
-			if pe, empty := pruneSARIF(e); !empty {
-				out = append(out, pe)
-			}
-		}
-		return out, len(out) == 0
-	case json.Number:
-		return x, x == "-1"
-	}
-	return v, false
-}
-
-func isDefaultNewlines(v any) bool {
-	a, ok := v.([]any)
-	return ok && len(a) == 2 && a[0] == "\r\n" && a[1] == "\n"
 }
 
 func firstSentence(s string) string {
