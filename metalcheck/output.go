@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // ToolName and ToolURI identify the audit in SARIF output.
@@ -31,8 +32,18 @@ func WriteText(w io.Writer, r Result) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d files, %d new findings, %d accepted by the baseline\n", r.Files, len(r.New), len(r.Accepted))
+	_, err := fmt.Fprintf(w, "%s, %s, %d accepted by the baseline\n",
+		countOf(r.Files, "file"), countOf(len(r.New), "new finding"), len(r.Accepted))
 	return err
+}
+
+// countOf writes n and word, with an s unless n is 1 ("1 file", "2 files"); the words it is
+// given all take a plain s.
+func countOf(n int, word string) string {
+	if n == 1 {
+		return strconv.Itoa(n) + " " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
 
 // WriteJSON writes r as an indented JSON document.

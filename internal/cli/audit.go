@@ -149,8 +149,8 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 		if err := atomicfile.WriteBytes(opts.writeBaseline, buf.Bytes(), atomicfile.Options{}); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
 		}
-		p.Progressf("wrote %d findings to %s; replace each %q with the reason it is accepted",
-			len(rep.Findings), opts.writeBaseline, metalcheck.TODOReason)
+		p.Progressf("wrote %s to %s; replace each %q with the reason it is accepted",
+			plural(len(rep.Findings), "finding"), opts.writeBaseline, metalcheck.TODOReason)
 		return nil
 	}
 
