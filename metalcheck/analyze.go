@@ -1,6 +1,7 @@
 package metalcheck
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -152,6 +153,20 @@ func (m *fileModel) isIdent(i int32) bool {
 }
 
 func (m *fileModel) text(i int32) string { return string(m.tb(i)) }
+
+// isUpper reports whether b has no lower-case letter (strings.ToUpper(b) == b), without
+// converting it.
+func isUpper(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return strings.ToUpper(string(b)) == string(b)
+		}
+		if 'a' <= c && c <= 'z' {
+			return false
+		}
+	}
+	return true
+}
 
 // analyze tokenizes src and builds its scope structure, declarations and locks.
 func analyze(path string, src []byte) *fileModel {
@@ -657,20 +672,21 @@ func (m *fileModel) lastIdent(s, e int32) string {
 	if s < 0 {
 		s = 0
 	}
-	best := ""
+	best := int32(-1)
 	for j := s; j < e && int(j) < len(m.code); j++ {
 		if m.isIdent(j) && !m.is(j+1, "(") {
-			best = m.text(j)
+			best = j
 		}
 	}
-	if best == "" {
-		for j := e - 1; j >= s && j >= 0; j-- {
-			if m.isIdent(j) {
-				return m.text(j)
-			}
+	if best >= 0 {
+		return m.text(best)
+	}
+	for j := e - 1; j >= s && j >= 0; j-- {
+		if m.isIdent(j) {
+			return m.text(j)
 		}
 	}
-	return best
+	return ""
 }
 
 // lastName returns the last identifier in [s, e), a call's name included (q for
@@ -702,7 +718,7 @@ func (m *fileModel) className(stmt, head, i int32) string {
 			switch string(m.tb(j)) {
 			case "class", "struct", "union", "final", "typedef", "static", "const", "alignas":
 			default:
-				if !strings.HasSuffix(m.text(j), "_API") && !strings.HasSuffix(m.text(j), "_EXPORT") {
+				if b := m.tb(j); !bytes.HasSuffix(b, []byte("_API")) && !bytes.HasSuffix(b, []byte("_EXPORT")) {
 					name = m.text(j)
 				}
 			}
@@ -826,7 +842,7 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 			}
 			continue
 		}
-		if close := m.match[j]; close > j && m.is(close+1, "(") && m.isIdent(nameAt) && strings.ToUpper(m.text(nameAt)) == m.text(nameAt) {
+		if close := m.match[j]; close > j && m.is(close+1, "(") && m.isIdent(nameAt) && isUpper(m.tb(nameAt)) {
 			f.bare = m.lastIdent(j+1, close)
 			f.name = f.bare
 			break
@@ -939,7 +955,7 @@ func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32
 			d.Const = true
 		case "extern", "inline", "mutable", "volatile", "register":
 		default:
-			if t := m.text(s); strings.HasSuffix(t, "_API") && strings.ToUpper(t) == t {
+			if t := m.tb(s); bytes.HasSuffix(t, []byte("_API")) && isUpper(t) {
 				continue
 			}
 			goto typ
@@ -1136,7 +1152,7 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 		default:
 			ev := lockEvent{pos: e, name: arg, guard: guard}
 			for k := a; k < b; k++ {
-				if m.isIdent(k) && m.text(k) == arg {
+				if m.isIdent(k) && string(m.tb(k)) == arg {
 					ev.at = k
 					if m.is(k-1, "::") && m.isIdent(k-2) {
 						ev.qual = m.text(k - 2)
@@ -1348,11 +1364,11 @@ func (m *fileModel) localNames(fi int32) map[string]bool {
 		switch {
 		case m.is(k+1, ";"), m.is(k+1, "="), m.is(k+1, "("), m.is(k+1, "{"), m.is(k+1, ","),
 			m.is(k+1, ")"), m.is(k+1, "["), m.is(k+1, ":") && !m.is(k+1, "::"):
-			name := m.text(k)
-			if f.statics != nil && f.statics[name] != nil {
+			b := m.tb(k)
+			if f.locals[string(b)] || f.statics != nil && f.statics[string(b)] != nil {
 				continue
 			}
-			f.locals[name] = true
+			f.locals[string(b)] = true
 		}
 	}
 	return f.locals

@@ -245,9 +245,12 @@ func (lx *lexer) run() {
 			lx.pos = start + 1
 		}
 		t := Token{Kind: kind, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
-		if lx.code {
+		switch {
+		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char):
+			lx.toks = append(lx.toks, t) // emitCode's common case, without the call
+		case lx.code:
 			lx.emitCode(t)
-		} else {
+		default:
 			lx.toks = append(lx.toks, t)
 		}
 		if kind == Comment || kind == Directive || kind == String || kind == Char || kind == Invalid {
