@@ -180,12 +180,13 @@ type arena struct {
 	scopeOf, match []int32
 	scopes         []scope
 	funcs          []function
+	decls          []Decl // copied out, at its final size, by extract
 	src            []byte
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
 	clear(a.funcs) // drop the previous file's maps before reuse
-	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0]}
+	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0], decls: a.decls[:0]}
 	m.code, m.directives = lexCode(a.code, a.dirs, src)
 	n := len(m.code)
 	if cap(a.scopeOf) < n {
@@ -194,7 +195,7 @@ func (a *arena) analyze(path string, src []byte) *fileModel {
 	}
 	m.scopeOf, m.match = a.scopeOf[:n], a.match[:n]
 	m.build()
-	a.code, a.dirs, a.scopes, a.funcs = m.code, m.directives, m.scopes, m.funcs
+	a.code, a.dirs, a.scopes, a.funcs, a.decls = m.code, m.directives, m.scopes, m.funcs, m.decls
 	return m
 }
 
