@@ -142,7 +142,7 @@ func (m *fileModel) is(i int32, s string) bool {
 		return false
 	}
 	t := &m.code[i]
-	if int(t.End-t.Off) != len(s) || m.src[t.Off] != s[0] {
+	if int(t.End-t.Off) != len(s) || t.first != s[0] {
 		return false
 	}
 	return len(s) == 1 || string(m.src[t.Off:t.End]) == s
@@ -219,7 +219,7 @@ func (m *fileModel) build() {
 		cur := stack[len(stack)-1]
 		m.scopeOf[i] = cur
 		t := m.code[i]
-		if t.Kind == Ident && t.End-t.Off > 1 && m.src[t.Off] == '@' {
+		if t.Kind == Ident && t.End-t.Off > 1 && t.first == '@' {
 			switch {
 			case m.is(i, "@end"):
 				stmt = i + 1
@@ -232,7 +232,7 @@ func (m *fileModel) build() {
 		if t.Kind != Punct || t.End-t.Off != 1 {
 			continue
 		}
-		switch c := m.src[t.Off]; c {
+		switch c := t.first; c {
 		case '(', '[':
 			parens = append(parens, i)
 		case ')', ']':
@@ -240,7 +240,7 @@ func (m *fileModel) build() {
 			if c == ']' {
 				want = '['
 			}
-			if k := len(parens); k > 0 && m.src[m.code[parens[k-1]].Off] == want && parens[k-1] > m.scopes[cur].open {
+			if k := len(parens); k > 0 && m.code[parens[k-1]].first == want && parens[k-1] > m.scopes[cur].open {
 				o := parens[k-1]
 				parens = parens[:k-1]
 				m.match[o], m.match[i] = i, o

@@ -34,10 +34,13 @@ func (k Kind) String() string {
 // into the source; Line and Col are 1-based, Col counting bytes from the start of the line.
 type Token struct {
 	Kind Kind
-	Off  int32
-	End  int32
-	Line int32
-	Col  int32
+	// first is the token's first byte, kept in what would be padding after Kind, so that
+	// the analysis compares a token with a punctuator without reading the source.
+	first byte
+	Off   int32
+	End   int32
+	Line  int32
+	Col   int32
 }
 
 // Text returns the token's bytes within src.
@@ -244,7 +247,7 @@ func (lx *lexer) run() {
 		if lx.pos <= start { // defensive: always make progress
 			lx.pos = start + 1
 		}
-		t := Token{Kind: kind, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
+		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
 		switch {
 		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char):
 			lx.toks = append(lx.toks, t) // emitCode's common case, without the call
