@@ -70,6 +70,8 @@ type function struct {
 	locals    map[string]bool
 	statics   map[string]*Decl
 	callerIdx int32 // 1 + its index in facts.callers once it makes a call; 0 before
+	// localScans counts the questions about locals answered by a scan (isLocal).
+	localScans int32
 }
 
 // Decl is a variable declaration the audit knows about: a global, a static or non-static
@@ -1337,6 +1339,65 @@ var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "de
 	"case": true, "goto": true, "throw": true, "co_return": true, "co_yield": true, "sizeof": true,
 	"do": true, "not": true, "and": true, "or": true}
 
+// localScanLimit is how many questions about one function's locals are answered by
+// scanning its tokens for the name before its set of locals is built (see isLocal).
+const localScanLimit = 4
+
+// isLocal reports whether name is declared as a parameter or non-static local of function
+// fi. Most functions are asked about one or two names: scanning the body for them costs
+// less than a set of every local; a function asked more often gets the set, so that many
+// questions stay linear in its length.
+func (m *fileModel) isLocal(fi int32, name string) bool {
+	f := &m.funcs[fi]
+	if name == "" || f.statics != nil && f.statics[name] != nil {
+		return false
+	}
+	if f.locals != nil || f.localScans >= localScanLimit {
+		return m.localNames(fi)[name]
+	}
+	f.localScans++
+	start, end := m.localRange(f)
+	for k := start; k < end; k++ {
+		if m.is(k, name) && m.localDeclAt(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// localRange is the token range that holds function f's parameters and locals.
+func (m *fileModel) localRange(f *function) (int32, int32) {
+	end := f.close
+	if int(end) > len(m.code) {
+		end = int32(len(m.code))
+	}
+	return f.headStart + 1, end
+}
+
+// localDeclAt reports whether code token k looks like the name of a declared parameter
+// or local: Type name followed by ; = ( { , ) [ or :.
+func (m *fileModel) localDeclAt(k int32) bool {
+	if !m.isIdent(k) || !m.isIdent(k-1) && !m.is(k-1, ">") && !m.is(k-1, "*") && !m.is(k-1, "&") && !m.is(k-1, "&&") {
+		return false
+	}
+	if m.isIdent(k-1) && notDeclPrev[string(m.tb(k-1))] {
+		return false
+	}
+	if m.is(k-1, "*") || m.is(k-1, "&") {
+		// a * b; is more often a declaration than a product in this code, but x & y)
+		// in an expression is not: require a type-ish token before the operator.
+		if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[string(m.tb(k-2))] {
+			return false
+		}
+	}
+	switch {
+	case m.is(k+1, ";"), m.is(k+1, "="), m.is(k+1, "("), m.is(k+1, "{"), m.is(k+1, ","),
+		m.is(k+1, ")"), m.is(k+1, "["), m.is(k+1, ":") && !m.is(k+1, "::"):
+		return true
+	}
+	return false
+}
+
 // localNames returns the names declared as parameters or non-static locals of function f.
 func (m *fileModel) localNames(fi int32) map[string]bool {
 	f := &m.funcs[fi]
@@ -1344,33 +1405,16 @@ func (m *fileModel) localNames(fi int32) map[string]bool {
 		return f.locals
 	}
 	f.locals = map[string]bool{}
-	end := f.close
-	if int(end) > len(m.code) {
-		end = int32(len(m.code))
-	}
-	for k := f.headStart + 1; k < end; k++ {
-		if !m.isIdent(k) || !m.isIdent(k-1) && !m.is(k-1, ">") && !m.is(k-1, "*") && !m.is(k-1, "&") && !m.is(k-1, "&&") {
+	start, end := m.localRange(f)
+	for k := start; k < end; k++ {
+		if !m.localDeclAt(k) {
 			continue
 		}
-		if m.isIdent(k-1) && notDeclPrev[string(m.tb(k-1))] {
+		b := m.tb(k)
+		if f.locals[string(b)] || f.statics != nil && f.statics[string(b)] != nil {
 			continue
 		}
-		if m.is(k-1, "*") || m.is(k-1, "&") {
-			// a * b; is more often a declaration than a product in this code, but x & y)
-			// in an expression is not: require a type-ish token before the operator.
-			if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[string(m.tb(k-2))] {
-				continue
-			}
-		}
-		switch {
-		case m.is(k+1, ";"), m.is(k+1, "="), m.is(k+1, "("), m.is(k+1, "{"), m.is(k+1, ","),
-			m.is(k+1, ")"), m.is(k+1, "["), m.is(k+1, ":") && !m.is(k+1, "::"):
-			b := m.tb(k)
-			if f.locals[string(b)] || f.statics != nil && f.statics[string(b)] != nil {
-				continue
-			}
-			f.locals[string(b)] = true
-		}
+		f.locals[string(b)] = true
 	}
 	return f.locals
 }

@@ -2,6 +2,8 @@ package metalcheck
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -148,5 +150,53 @@ func TestHeldLocks(t *testing.T) {
 		if have := strings.Join(held, " "); have != w {
 			t.Errorf("locks held at %s: have %q, want %q", name, have, w)
 		}
+	}
+}
+
+// TestIsLocalMatchesLocalNames checks that answering "is this name a local" by scanning
+// the function gives the set's answer, for every identifier of every function of the
+// fixture tree and of a generated file, asked more often than the scan limit.
+func TestIsLocalMatchesLocalNames(t *testing.T) {
+	t.Parallel()
+	files, err := listSources("testdata/tree", DefaultPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("testdata/tree", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs[f] = b
+	}
+	var gen strings.Builder
+	for i := 0; i < 4; i++ {
+		fmt.Fprintf(&gen, genChunk, i, genHazard(i))
+	}
+	srcs["Gen.mm"] = []byte(gen.String())
+	checked, locals := 0, 0
+	for name, src := range srcs {
+		scanned, set := analyze(name, src), analyze(name, src)
+		for fi := range scanned.funcs {
+			f := &scanned.funcs[fi]
+			for k := f.headStart; k < f.close && int(k) < len(scanned.code); k++ {
+				if !scanned.isIdent(k) {
+					continue
+				}
+				id := scanned.text(k)
+				want := set.localNames(int32(fi))[id] && set.funcs[fi].statics[id] == nil
+				if got := scanned.isLocal(int32(fi), id); got != want {
+					t.Errorf("%s: %s: isLocal(%q) = %v, the set says %v", name, f.name, id, got, want)
+				}
+				checked++
+				if want {
+					locals++
+				}
+			}
+		}
+	}
+	if checked < 1000 || locals < 50 {
+		t.Fatalf("checked %d names, %d locals: the fixtures should give more", checked, locals)
 	}
 }

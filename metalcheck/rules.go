@@ -272,7 +272,7 @@ func (m *fileModel) extract() facts {
 			}
 			if d := f.statics[ev.name]; d != nil && ev.qual == "" {
 				c.localStatic = d
-			} else if ev.qual == "" && m.localNames(sc.fn)[ev.name] {
+			} else if ev.qual == "" && m.isLocal(sc.fn, ev.name) {
 				continue
 			}
 			fx.cands = append(fx.cands, c)
@@ -712,7 +712,7 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
 			c.localStatic = d
-		} else if m.localNames(fi)[name] {
+		} else if m.isLocal(fi, name) {
 			return
 		}
 	}
@@ -783,7 +783,7 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
 			cand.localStatic = d
-		} else if m.localNames(fi)[name] {
+		} else if m.isLocal(fi, name) {
 			return
 		}
 	}
