@@ -72,6 +72,7 @@ type function struct {
 	callerIdx int32 // 1 + its index in facts.callers once it makes a call; 0 before
 	// localScans counts the questions about locals answered by a scan (isLocal).
 	localScans int32
+	classIdx   int32 // 1 + the index of class in facts.names once a call needs it; 0 before
 }
 
 // Decl is a variable declaration the audit knows about: a global, a static or non-static

@@ -306,7 +306,10 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 		if f.class == "" {
 			return -1
 		}
-		return m.nameIndex([]byte(f.class), fx)
+		if f.classIdx == 0 {
+			f.classIdx = m.nameIndexString(f.class, fx) + 1
+		}
+		return f.classIdx - 1
 	}
 	switch {
 	case m.is(i-1, "->") || m.is(i-1, "."):
@@ -327,6 +330,14 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 	}
 	c.locked = m.locked(i)
 	fx.calls = append(fx.calls, c)
+}
+
+// nameIndexString is nameIndex for a name held as a string.
+func (m *fileModel) nameIndexString(s string, fx *facts) int32 {
+	if k, ok := m.nameIdx[s]; ok {
+		return k
+	}
+	return m.nameIndex([]byte(s), fx)
 }
 
 // nameIndex returns the index of name b in fx.names, adding it once per file.
