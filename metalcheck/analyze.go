@@ -303,8 +303,15 @@ func (m *fileModel) build() {
 	}
 }
 
-var controlWords = map[string]bool{"if": true, "else": true, "for": true, "while": true, "do": true,
-	"switch": true, "try": true, "catch": true, "@try": true, "@catch": true, "@finally": true}
+// isControlWord: statements whose braces are control blocks, not functions or classes.
+func isControlWord(b []byte) bool {
+	switch string(b) {
+	case "if", "else", "for", "while", "do", "switch", "try", "catch", "@try", "@catch",
+		"@finally":
+		return true
+	}
+	return false
+}
 
 // callerHeld is the lock name of a function whose name says its caller holds the lock; it
 // is not an identifier, so it never matches a real lock.
@@ -332,7 +339,7 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 			sc.region = m.lastIdent(head+2, m.match[head+1])
 			sc.regionKind = "@synchronized"
 		}
-	case head < i && controlWords[string(m.tb(head))]:
+	case head < i && isControlWord(m.tb(head)):
 		kind = scControl
 	case head < i && m.is(head, "@autoreleasepool"):
 		kind = scPlain
@@ -538,7 +545,7 @@ func (m *fileModel) stripPrefix(s, e int32) int32 {
 				}
 				continue
 			}
-			if m.is(s+1, ":") && s+2 <= e && !controlWords[string(m.tb(s))] {
+			if m.is(s+1, ":") && s+2 <= e && !isControlWord(m.tb(s)) {
 				s += 2 // goto label
 				continue
 			}
@@ -779,8 +786,15 @@ func isMacroName(b []byte) bool {
 var afterParams = map[string]bool{"const": true, "noexcept": true, "override": true, "final": true,
 	"volatile": true, "throw": true, "requires": true, "mutable": true, "__attribute__": true, "try": true}
 
-var notFuncName = map[string]bool{"noexcept": true, "throw": true, "alignas": true, "__attribute__": true,
-	"decltype": true, "__declspec": true, "requires": true, "sizeof": true}
+// isNotFuncName: words before a parenthesis in a function head that do not name it.
+func isNotFuncName(b []byte) bool {
+	switch string(b) {
+	case "noexcept", "throw", "alignas", "__attribute__", "decltype", "__declspec", "requires",
+		"sizeof":
+		return true
+	}
+	return false
+}
 
 // newFunction records the function whose body opens at i.
 func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
@@ -840,7 +854,7 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 				}
 			}
 		}
-		if m.isIdent(nameAt) && notFuncName[string(m.tb(nameAt))] {
+		if m.isIdent(nameAt) && isNotFuncName(m.tb(nameAt)) {
 			if m.match[j] > j {
 				j = m.match[j]
 			}
@@ -916,19 +930,39 @@ func (m *fileModel) endStatement(s, e, cur int32) {
 	}
 }
 
-var containerTypes = map[string]bool{"map": true, "unordered_map": true, "multimap": true,
-	"unordered_multimap": true, "set": true, "unordered_set": true, "multiset": true,
-	"unordered_multiset": true, "vector": true, "deque": true, "list": true, "forward_list": true,
-	"queue": true, "stack": true, "priority_queue": true, "SmallVector": true, "flat_hash_map": true,
-	"flat_hash_set": true, "node_hash_map": true, "DenseMap": true, "NSMutableDictionary": true,
-	"NSMutableArray": true, "NSMutableSet": true, "NSMapTable": true}
+// isContainerType: standard, c10 and Foundation containers (mutations need a lock).
+// These word sets are switches, not maps: comparing a few lengths and bytes costs less
+// than hashing every identifier the analysis asks about.
+func isContainerType(b []byte) bool {
+	switch string(b) {
+	case "map", "unordered_map", "multimap", "unordered_multimap", "set", "unordered_set",
+		"multiset", "unordered_multiset", "vector", "deque", "list", "forward_list", "queue",
+		"stack", "priority_queue", "SmallVector", "flat_hash_map", "flat_hash_set", "node_hash_map",
+		"DenseMap", "NSMutableDictionary", "NSMutableArray", "NSMutableSet", "NSMapTable":
+		return true
+	}
+	return false
+}
 
-var mutexTypes = map[string]bool{"mutex": true, "recursive_mutex": true, "shared_mutex": true,
-	"timed_mutex": true, "recursive_timed_mutex": true, "shared_timed_mutex": true}
+// isMutexType: the standard mutex types.
+func isMutexType(b []byte) bool {
+	switch string(b) {
+	case "mutex", "recursive_mutex", "shared_mutex", "timed_mutex", "recursive_timed_mutex",
+		"shared_timed_mutex":
+		return true
+	}
+	return false
+}
 
-var declSkip = map[string]bool{"using": true, "typedef": true, "friend": true, "namespace": true,
-	"return": true, "static_assert": true, "@class": true, "@synthesize": true, "@dynamic": true,
-	"-": true, "+": true, "template": true, "goto": true, "delete": true}
+// isDeclSkip: statement heads that never declare a variable the audit tracks.
+func isDeclSkip(b []byte) bool {
+	switch string(b) {
+	case "using", "typedef", "friend", "namespace", "return", "static_assert", "@class",
+		"@synthesize", "@dynamic", "-", "+", "template", "goto", "delete":
+		return true
+	}
+	return false
+}
 
 // declaration records the variable declared by [s, e), if it is one.
 func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32) {
@@ -942,7 +976,7 @@ func (m *fileModel) declaration(s, e int32, inClass bool, class string, fn int32
 			s = m.match[s] + 1
 		}
 	}
-	if s >= e || declSkip[string(m.tb(s))] {
+	if s >= e || isDeclSkip(m.tb(s)) {
 		return
 	}
 	if (m.is(s, "class") || m.is(s, "struct") || m.is(s, "union") || m.is(s, "enum")) && e-s <= 3 {
@@ -1013,9 +1047,9 @@ scan:
 			case "static":
 				d.Static = true
 			default:
-				if containerTypes[string(t)] {
+				if isContainerType(t) {
 					d.Container = true
-				} else if mutexTypes[string(t)] {
+				} else if isMutexType(t) {
 					d.Mutex = true
 				}
 			}
@@ -1099,8 +1133,14 @@ func (m *fileModel) recordInstances(d *Decl, s, e int32, array bool) {
 	}
 }
 
-var guardTypes = map[string]bool{"lock_guard": true, "unique_lock": true, "scoped_lock": true,
-	"shared_lock": true}
+// isGuardType: RAII lock types whose construction takes a lock.
+func isGuardType(b []byte) bool {
+	switch string(b) {
+	case "lock_guard", "unique_lock", "scoped_lock", "shared_lock":
+		return true
+	}
+	return false
+}
 
 // lockStatement recognises "[const] [std::]lock_guard<..> g(m...);", "auto g = std::..(m);",
 // "m.lock();" and "m.unlock();" in [s, e).
@@ -1126,7 +1166,7 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 	for m.isIdent(j) && m.is(j+1, "::") {
 		j += 2
 	}
-	if !m.isIdent(j) || !guardTypes[string(m.tb(j))] {
+	if !m.isIdent(j) || !isGuardType(m.tb(j)) {
 		return nil, false
 	}
 	j++
@@ -1336,9 +1376,15 @@ func (m *fileModel) intern(b []byte) string {
 	return s
 }
 
-var notDeclPrev = map[string]bool{"return": true, "else": true, "new": true, "delete": true,
-	"case": true, "goto": true, "throw": true, "co_return": true, "co_yield": true, "sizeof": true,
-	"do": true, "not": true, "and": true, "or": true}
+// isNotDeclPrev: words that, before a name, make it an expression rather than a declaration.
+func isNotDeclPrev(b []byte) bool {
+	switch string(b) {
+	case "return", "else", "new", "delete", "case", "goto", "throw", "co_return", "co_yield",
+		"sizeof", "do", "not", "and", "or":
+		return true
+	}
+	return false
+}
 
 // localScanLimit is how many questions about one function's locals are answered by
 // scanning its tokens for the name before its set of locals is built (see isLocal).
@@ -1381,13 +1427,13 @@ func (m *fileModel) localDeclAt(k int32) bool {
 	if !m.isIdent(k) || !m.isIdent(k-1) && !m.is(k-1, ">") && !m.is(k-1, "*") && !m.is(k-1, "&") && !m.is(k-1, "&&") {
 		return false
 	}
-	if m.isIdent(k-1) && notDeclPrev[string(m.tb(k-1))] {
+	if m.isIdent(k-1) && isNotDeclPrev(m.tb(k-1)) {
 		return false
 	}
 	if m.is(k-1, "*") || m.is(k-1, "&") {
 		// a * b; is more often a declaration than a product in this code, but x & y)
 		// in an expression is not: require a type-ish token before the operator.
-		if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && notDeclPrev[string(m.tb(k-2))] {
+		if !(m.isIdent(k-2) || m.is(k-2, ">") || m.is(k-2, "*")) || m.isIdent(k-2) && isNotDeclPrev(m.tb(k-2)) {
 			return false
 		}
 	}

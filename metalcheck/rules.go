@@ -284,16 +284,21 @@ func (m *fileModel) extract() facts {
 // hotPathFunction reports whether a function of this (bare) name runs on every operator:
 // run*/exec*/encode* functions and encoders, allocator malloc/free paths, and kernel,
 // pipeline and library getters.
-// notCallee are words followed by '(' that are not calls of an audited function.
-var notCallee = map[string]bool{"if": true, "for": true, "while": true, "switch": true, "return": true,
-	"sizeof": true, "decltype": true, "catch": true, "static_cast": true, "reinterpret_cast": true,
-	"const_cast": true, "dynamic_cast": true, "alignof": true, "noexcept": true, "TORCH_CHECK": true,
-	"TORCH_INTERNAL_ASSERT": true, "lock": true, "unlock": true}
+// isNotCallee reports words followed by '(' that are not calls of an audited function.
+func isNotCallee(b []byte) bool {
+	switch string(b) {
+	case "if", "for", "while", "switch", "return", "sizeof", "decltype", "catch", "static_cast",
+		"reinterpret_cast", "const_cast", "dynamic_cast", "alignof", "noexcept", "TORCH_CHECK",
+		"TORCH_INTERNAL_ASSERT", "lock", "unlock":
+		return true
+	}
+	return false
+}
 
 // callSite records the call whose name is code token i, in function fi.
 func (m *fileModel) callSite(i, fi int32, fx *facts) {
 	b := m.tb(i)
-	if notCallee[string(b)] || m.isIdent(i-1) && !notDeclPrev[string(m.tb(i-1))] || m.is(i-1, "~") {
+	if isNotCallee(b) || m.isIdent(i-1) && !isNotDeclPrev(m.tb(i-1)) || m.is(i-1, "~") {
 		return // a keyword, or a declaration (Type name(args))
 	}
 	f := &m.funcs[fi]
@@ -595,7 +600,7 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
 		external = false
 	}
-	if m.isIdent(prev) && !notDeclPrev[string(m.tb(prev))] || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
+	if m.isIdent(prev) && !isNotDeclPrev(m.tb(prev)) || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
 		return // a declaration, not a call
 	}
 	if name == "synchronize" && external {
