@@ -249,8 +249,9 @@ func (lx *lexer) run() {
 		}
 		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
 		switch {
-		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char):
-			lx.toks = append(lx.toks, t) // emitCode's common case, without the call
+		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
+			kind == Punct && !(lx.pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
+			lx.toks = append(lx.toks, t) // emitCode's common case ([[ and ]] aside), without the call
 		case lx.code:
 			lx.emitCode(t)
 		default:
