@@ -235,6 +235,20 @@ func median(ds []time.Duration) time.Duration {
 // time per MB at 100 files over that at 10 (target at most 1.3). The whole-process
 // growth includes the fixed start-up, which weighs more on the 0.6 MB tree, so the
 // in-process growth is the one that shows the algorithm is linear.
+// auditBenchRoot is where a generated tree goes: a temporary directory, or
+// $MPSPATCH_AUDIT_TREES/name when that is set, so that the trees stay to be audited again
+// by hand (CPU time, perf) after the benchmark.
+func auditBenchRoot(b *testing.B, name string) string {
+	if d := os.Getenv("MPSPATCH_AUDIT_TREES"); d != "" {
+		p := filepath.Join(d, name)
+		if err := os.RemoveAll(p); err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	return b.TempDir()
+}
+
 func BenchmarkAuditGrowth(b *testing.B) {
 	bin := buildMpspatch(b)
 	ctx := context.Background()
@@ -245,7 +259,8 @@ func BenchmarkAuditGrowth(b *testing.B) {
 			if repeat {
 				kind = "repeat"
 			}
-			t := &auditTree{name: fmt.Sprintf("%s-%d", kind, files), root: b.TempDir()}
+			name := fmt.Sprintf("%s-%d", kind, files)
+			t := &auditTree{name: name, root: auditBenchRoot(b, name)}
 			var total int64
 			t.paths, total = genTreeNames(b, t.root, files, 64_000, repeat)
 			t.mb = float64(total) / 1e6
