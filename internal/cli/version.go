@@ -51,11 +51,11 @@ func runVersion(d *deps) error {
 			}
 		}
 	}
-	s, err := series.Load(patches.FS, ".", "(built-in)")
+	var err error
+	info.SeriesHash, info.Patches, err = series.Identity(patches.FS, ".")
 	if err != nil {
 		return fmt.Errorf("built-in series: %w", err)
 	}
-	info.SeriesHash, info.Patches = s.Hash(), len(s.Patches)
 	cfg, err := d.config()
 	if err != nil {
 		return err

@@ -576,3 +576,30 @@ func (l *loader) hashSeries() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Identity returns the hash and patch count of the series in dir, as Load's Hash and
+// len(Patches) would, without parsing the mails: `mpspatch version` prints the identity of
+// the built-in series on every call, and parsing seventeen patches would be most of its
+// cost. A series whose order file does not lint, or lists a file it cannot read, is an
+// error, as with Load.
+func Identity(fsys fs.FS, dir string) (string, int, error) {
+	l := &loader{fsys: fsys, dir: dir, s: &Series{}}
+	order, err := l.readBounded(OrderFile, MaxOrderSize)
+	if err != nil {
+		return "", 0, fmt.Errorf("read %s: %w", OrderFile, err)
+	}
+	l.order = order
+	l.parseOrder(order)
+	for _, p := range l.s.Patches {
+		raw, err := l.readBounded(p.Name, MaxPatchSize)
+		if err != nil {
+			l.problem(OrderFile, p.SeriesLine, "%s is listed but cannot be read: %v", p.Name, err)
+			continue
+		}
+		p.Raw = raw
+	}
+	if len(l.problems) > 0 {
+		return "", 0, &LintError{Problems: l.problems}
+	}
+	return l.hashSeries(), len(l.s.Patches), nil
+}

@@ -2,6 +2,8 @@ package series
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -241,4 +243,22 @@ func FuzzSeriesFile(f *testing.F) {
 			t.Fatalf("loaded %d patches from a directory holding one", len(s.Patches))
 		}
 	})
+}
+
+// TestIdentityIsLoadsHash: version's fast path names the series exactly as Load does.
+func TestIdentityIsLoadsHash(t *testing.T) {
+	fx := newFixture(t, map[string]string{"a.txt": "one\ntwo\n"},
+		genStep{slug: "first", msg: "first change", edit: func(tb testing.TB, dir string) { replaceIn(tb, dir, "a.txt", "one\n", "ONE\n") }},
+		genStep{slug: "second", msg: "second change", edit: func(tb testing.TB, dir string) { replaceIn(tb, dir, "a.txt", "two\n", "TWO\n") }})
+	s := mustLoad(t, fx.patches)
+	hash, n, err := Identity(os.DirFS(fx.patches), ".")
+	if err != nil || hash != s.Hash() || n != len(s.Patches) {
+		t.Fatalf("Identity = %s, %d, %v; Load = %s, %d", hash, n, err, s.Hash(), len(s.Patches))
+	}
+	if err := os.WriteFile(filepath.Join(fx.patches, OrderFile), []byte("not a patch name\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Identity(os.DirFS(fx.patches), "."); err == nil {
+		t.Fatal("Identity of a series whose order file does not lint: want an error")
+	}
 }
