@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Exit codes are an API: scripts and CI branch on them. Keep in sync with DESIGN.md,
@@ -63,4 +64,54 @@ func exitCodeOf(err error) int {
 		return e.code
 	}
 	return ExitCheckFailed
+}
+
+// codeNames are the stable names of the exit codes in the --json error document, so a
+// script can branch on "conflict" as well as on 3.
+var codeNames = map[int]string{
+	ExitOK:          "ok",
+	ExitCheckFailed: "checks_failed",
+	ExitUsage:       "usage",
+	ExitConflict:    "conflict",
+	ExitBuildFailed: "build_failed",
+	ExitUnsupported: "unsupported",
+	ExitInterrupted: "interrupted",
+}
+
+// codeSummaries say what an exit code means, for failures whose explanation is the result
+// itself (a silentError) and so carry no message of their own.
+var codeSummaries = map[int]string{
+	ExitCheckFailed: "checks failed",
+	ExitUsage:       "usage or config error",
+	ExitConflict:    "patch conflict; nothing was written",
+	ExitBuildFailed: "build failed",
+	ExitUnsupported: "environment unsupported",
+	ExitInterrupted: "interrupted",
+}
+
+func codeName(code int) string {
+	if n, ok := codeNames[code]; ok {
+		return n
+	}
+	return fmt.Sprintf("exit_%d", code)
+}
+
+// errorMessage is the one-line text of a failure as users see it: a silent failure says
+// what its exit code means; an interruption says "interrupted", whatever context.Canceled
+// was wrapped in, plus the attempt it cut short.
+func errorMessage(err error, code int) string {
+	var s *silentError
+	if errors.As(err, &s) {
+		return codeSummaries[code]
+	}
+	msg := err.Error()
+	if code == ExitInterrupted {
+		msg = strings.TrimSuffix(msg, context.Canceled.Error())
+		msg = strings.TrimRight(msg, ": ")
+		if msg == "" || msg == "interrupted" {
+			return "interrupted"
+		}
+		return "interrupted: " + msg
+	}
+	return msg
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/config"
+	"github.com/mpspatch/mpspatch/internal/run"
 )
 
 // globalOptions are the persistent flags every command sees.
@@ -17,6 +18,7 @@ type globalOptions struct {
 	configPath string
 	json       bool
 	quiet      bool
+	verbose    bool
 }
 
 // deps is what every command constructor receives: the streams and the global options,
@@ -24,9 +26,15 @@ type globalOptions struct {
 type deps struct {
 	io     IOStreams
 	global *globalOptions
+	// sink holds the --json result until the command returns (see printer.Result).
+	sink *resultSink
 }
 
-func (d *deps) printer() *printer { return newPrinter(d.io, d.global.json, d.global.quiet) }
+func (d *deps) printer() *printer {
+	p := newPrinter(d.io, d.global.json, d.global.quiet)
+	p.sink = d.sink
+	return p
+}
 
 // config returns --config, else ./mpspatch.toml when present, else the embedded default.
 func (d *deps) config() (config.Config, error) {
@@ -64,9 +72,18 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		Example: `  mpspatch check                       # lint the embedded series
   mpspatch apply --tree ~/src/pytorch   # apply it to a checkout
   mpspatch status --tree ~/src/pytorch  # which patches are applied`,
+		Version:       currentVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if d.global.verbose {
+				d.traceEnvironment(cmd)
+				cmd.SetContext(run.WithTracer(cmd.Context(), d.traceCommand))
+			}
+			return nil
+		},
 	}
+	root.SetVersionTemplate("mpspatch {{.Version}}\n")
 	root.SetOut(d.io.Out)
 	root.SetErr(d.io.Err)
 	root.SetIn(d.io.In)
@@ -74,6 +91,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	pf.StringVar(&d.global.configPath, "config", "", "config file (default: ./mpspatch.toml when present, else built-in defaults)")
 	pf.BoolVar(&d.global.json, "json", false, "write results as JSON on stdout")
 	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr")
+	pf.BoolVarP(&d.global.verbose, "verbose", "v", false, "print the effective environment and every command mpspatch runs on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(ExitUsage, err)
 	})
@@ -102,30 +120,59 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 }
 
 // Main runs mpspatch with args (without the program name) and returns the exit code.
+//
+// Under --json it guarantees one JSON document on stdout whatever happened: the result a
+// command left, with an "error" member added when it failed, or {"error": ...} alone when
+// it failed before producing one. Commands get this for free by writing through the
+// printer.
 func Main(ctx context.Context, args []string, stdio IOStreams) int {
-	d := &deps{io: stdio, global: &globalOptions{}}
+	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
 	root := newRootCmd(d)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
-	}
+	// --json may not have been parsed when an earlier flag was bad: look at the words too.
+	jsonOut := d.global.json || wantsJSON(args)
 	code := exitCodeOf(err)
-	if ctx.Err() != nil {
-		code = ExitInterrupted
-	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
+	var failure *errorBody
+	if err != nil {
+		if ctx.Err() != nil {
+			code = ExitInterrupted
+		}
 		msg := err.Error()
 		if isCobraUsageError(msg) {
 			code = ExitUsage
 		}
-		fmt.Fprintf(stdio.Err, "mpspatch: %s\n", msg)
-		if code == ExitUsage && isCobraUsageError(msg) {
-			fmt.Fprintln(stdio.Err, "Run 'mpspatch --help' for usage.")
+		failure = newErrorBody(err, code)
+		var silent *silentError
+		if !errors.As(err, &silent) {
+			fmt.Fprintf(stdio.Err, "mpspatch: %s\n", failure.Message)
+			if code == ExitUsage && isCobraUsageError(msg) {
+				fmt.Fprintln(stdio.Err, "Run 'mpspatch --help' for usage.")
+			}
+		}
+	}
+	if jsonOut {
+		if werr := d.sink.finish(stdio.Out, failure); werr != nil {
+			fmt.Fprintf(stdio.Err, "mpspatch: write the JSON result: %v\n", werr)
+			if code == ExitOK {
+				code = ExitCheckFailed
+			}
 		}
 	}
 	return code
+}
+
+// wantsJSON says whether --json is among the words before "--".
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
 }
 
 // isCobraUsageError recognises the argument errors cobra produces itself.

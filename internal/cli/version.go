@@ -15,6 +15,18 @@ import (
 // version is set at link time by the Makefile (-X); "dev" otherwise.
 var version = "dev"
 
+// currentVersion is the linked version, else the module version `go install ...@vX`
+// recorded in the binary, else "dev".
+func currentVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
 func newVersionCmd(d *deps) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -43,7 +55,7 @@ type versionInfo struct {
 
 func runVersion(d *deps) error {
 	p := d.printer()
-	info := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	info := versionInfo{Version: currentVersion(), Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" {

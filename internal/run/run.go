@@ -103,10 +103,26 @@ type Process struct {
 	timeout atomic.Bool // set by the watcher goroutine, read by Wait
 }
 
+// Tracer is told of every process just before it starts: its argv and working directory.
+// mpspatch --verbose installs one that prints them on stderr.
+type Tracer func(argv []string, dir string)
+
+type tracerKey struct{}
+
+// WithTracer returns ctx carrying t: every process started under it is reported to t. A
+// context value rather than a package variable, so concurrent runs (and tests) keep their
+// own.
+func WithTracer(ctx context.Context, t Tracer) context.Context {
+	return context.WithValue(ctx, tracerKey{}, t)
+}
+
 // Start launches c in its own process group.
 func Start(ctx context.Context, c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("run: empty argv")
+	}
+	if t, ok := ctx.Value(tracerKey{}).(Tracer); ok && t != nil {
+		t(c.Argv, c.Dir)
 	}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = c.Dir
@@ -230,3 +246,7 @@ func quoteArgv(argv []string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// QuoteArgv renders argv as a shell would need it typed, for logs and traces (never to be
+// run through a shell: processes start from argv).
+func QuoteArgv(argv []string) string { return quoteArgv(argv) }

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/run"
+)
+
+// traceEnvironment prints, for --verbose, what decides this run's behaviour: the version,
+// the working directory, the configuration file, and the environment variables mpspatch
+// and the tools it starts read. Values are printed as they are: they are the user's own.
+func (d *deps) traceEnvironment(cmd *cobra.Command) {
+	w := d.io.Err
+	fmt.Fprintf(w, "mpspatch: version %s (%s, %s/%s)\n", currentVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "mpspatch: command %s\n", cmd.CommandPath())
+	if wd, err := os.Getwd(); err == nil {
+		fmt.Fprintf(w, "mpspatch: working directory %s\n", wd)
+	}
+	switch cfg, err := d.config(); {
+	case err != nil:
+		fmt.Fprintf(w, "mpspatch: config: %v\n", err)
+	case cfg.Path == "":
+		fmt.Fprintln(w, "mpspatch: config: built-in defaults")
+	default:
+		fmt.Fprintf(w, "mpspatch: config: %s\n", cfg.Path)
+	}
+	for _, kv := range tracedEnv(os.Environ()) {
+		fmt.Fprintf(w, "mpspatch: env %s\n", kv)
+	}
+}
+
+// tracedEnv picks the variables that change what mpspatch or its children do, sorted.
+func tracedEnv(environ []string) []string {
+	prefixes := []string{"MPSPATCH_", "PYTORCH_", "TORCH_", "USE_", "CMAKE_", "MAX_JOBS=", "CC=", "CXX=",
+		"PATH=", "VIRTUAL_ENV=", "CONDA_PREFIX=", "PYTHONPATH=", "NO_COLOR=", "CI=", "GIT_", "HOME="}
+	var out []string
+	for _, kv := range environ {
+		for _, p := range prefixes {
+			if strings.HasPrefix(kv, p) {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// traceCommand prints, for --verbose, every process mpspatch starts (a run.Tracer).
+func (d *deps) traceCommand(argv []string, dir string) {
+	if dir == "" {
+		dir = "."
+	}
+	fmt.Fprintf(d.io.Err, "mpspatch: run (in %s) %s\n", dir, run.QuoteArgv(argv))
+}
