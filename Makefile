@@ -4,13 +4,16 @@ BIN       := bin/mpspatch
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/mpspatch/mpspatch/internal/cli.version=$(VERSION)
 FUZZTIME  ?= 4s
-PYTHON    ?= $(or $(MPSPATCH_PYTHON),python3)
+# The Python with torch and pytest: $MPSPATCH_PYTHON, else /usr/bin/python3. One Go package
+# (internal/testenv) decides for the Go tests and, through this command, for make; when
+# there is none it says what is missing and how to get it.
+FINDPYTHON = $(GO) run ./internal/testenv/findpython
 PKGS      := ./...
 # Tests re-run race-enabled binaries as children (fake python, probe child, crash tests);
 # without this each of their exits sleeps a second waiting for race reports.
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build test unit race lint vet fmt-check cross fuzz bench test-python docs clean workflows release release-check
+.PHONY: all build test check unit race lint vet fmt-check cross fuzz bench python test-python docs clean workflows release release-check
 
 all: build
 
@@ -19,8 +22,20 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mpspatch
 
-## test: everything CI runs — format, vet, race-enabled tests, darwin cross-build, fuzz smoke.
-test: fmt-check vet workflows race cross fuzz release-check test-python
+## test: everything CI runs — format, the test interpreter, vet, the workflows, race-enabled
+## tests (the Python suites on CPU included, through TestVerifyEndToEnd), darwin
+## cross-build, fuzz smoke, the release check. About 7 minutes on a 2-core machine; it fails
+## in seconds, saying what to install, when no Python has torch and pytest.
+test: fmt-check python vet workflows race cross fuzz release-check
+
+## check: the edit loop — format, vet, unit tests without race or the real-tool tests
+## (go test -short). Under a minute; `make test` runs everything.
+check: fmt-check vet
+	$(GO) test -short -count=1 $(PKGS)
+
+## python: fail early, and say how to fix it, when no interpreter has torch and pytest.
+python:
+	@py=$$($(FINDPYTHON)) && echo "python: $$py (torch, pytest)"
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -85,11 +100,11 @@ fuzz:
 	  done; \
 	done
 
-## test-python: the verify suites under plain pytest on CPU (Debian's python3-torch).
+## test-python: the verify suites under plain pytest on CPU, in one process (Debian's
+## python3-torch). Not part of `make test`: TestVerifyEndToEnd runs the same suites, the
+## same profile, through mpspatch verify.
 test-python:
-	@if [ -d verify/suites ] && ls verify/suites/test_*.py >/dev/null 2>&1; then \
-	  $(PYTHON) -m pytest -q verify/suites --device cpu -p no:cacheprovider; \
-	else echo "no python suites yet"; fi
+	@py=$$($(FINDPYTHON)) && $$py -m pytest -q verify/suites --device cpu -p no:cacheprovider
 
 ## bench: benchmarks with ratios against git and plain reads (see docs/performance.md).
 bench:

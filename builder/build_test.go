@@ -15,6 +15,7 @@ import (
 
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/run"
+	"github.com/mpspatch/mpspatch/internal/testenv"
 )
 
 // copyTree copies testdata/tree (setup.py, aten/, torch/, a tiny CMake project) to a
@@ -442,10 +443,7 @@ func TestBuildRealNinja(t *testing.T) {
 func TestBuildRealPip(t *testing.T) {
 	t.Parallel() // each has its own venv, trees and caches
 	ctx := context.Background()
-	base := os.Getenv("MPSPATCH_PYTHON")
-	if base == "" {
-		base = "/usr/bin/python3"
-	}
+	base := testenv.Python(t)
 	venv := filepath.Join(t.TempDir(), "venv")
 	if _, err := run.Output(ctx, run.Cmd{Argv: []string{base, "-m", "venv", venv}}); err != nil {
 		t.Fatalf("create a virtual environment with %s (Debian: python3-venv; set MPSPATCH_PYTHON for another interpreter): %v", base, err)

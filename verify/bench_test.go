@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mpspatch/mpspatch/internal/run"
+	"github.com/mpspatch/mpspatch/internal/testenv"
 )
 
 // benchSuite writes a suite file of n trivial tests (one of them crashing when crash is
@@ -59,10 +60,7 @@ func timeRun(b *testing.B, py, dir string) time.Duration {
 // the middle costs: one more interpreter start, torch import and collection. It reports
 // ratios, not times.
 func BenchmarkRunOverhead(b *testing.B) {
-	py := os.Getenv("MPSPATCH_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
+	py := testenv.Python(b)
 	clean := benchSuite(b, 50, false)
 	crashing := benchSuite(b, 50, true)
 	var plain, runner, crashed time.Duration

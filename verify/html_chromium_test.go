@@ -22,6 +22,9 @@ import (
 // chromium; a machine without one fails the test with what to install, never skips it.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real browser: make test runs it, -short (make check) does not")
+	}
 	if c := os.Getenv("MPSPATCH_CHROMIUM"); c != "" {
 		return c
 	}

@@ -12,20 +12,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/testenv"
 )
 
-// testPython is the interpreter with torch and pytest: Debian's /usr/bin/python3 unless
-// MPSPATCH_PYTHON names another.
+// testPython is the interpreter with torch and pytest (package testenv decides).
 func testPython(t *testing.T) string {
 	t.Helper()
-	py := os.Getenv("MPSPATCH_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("test interpreter %s: %v (install python3-torch and python3-pytest, or set MPSPATCH_PYTHON)", py, err)
-	}
-	return py
+	return testenv.Python(t)
 }
 
 // crashyDir is a suite directory made of the real suites' conftest and helpers plus the

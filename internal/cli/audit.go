@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -174,9 +175,9 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	}
 	switch format {
 	case "json":
-		err = metalcheck.WriteJSON(p.out, res)
+		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteJSON(w, res) })
 	case "sarif":
-		err = metalcheck.WriteSARIF(p.out, res, base.Reasons())
+		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
 	default:
 		err = metalcheck.WriteText(p.out, res)
 	}

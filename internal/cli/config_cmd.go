@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/pelletier/go-toml/v2"
@@ -34,21 +35,43 @@ for your own mpspatch.toml.`,
 
 func runConfig(d *deps, opts *configOptions) error {
 	p := d.printer()
-	if opts.showDefault {
+	if opts.showDefault && !p.json {
 		_, err := p.out.Write(config.DefaultTOML())
 		return err
 	}
-	c, err := d.config()
+	c := config.Default()
+	if !opts.showDefault {
+		var err error
+		if c, err = d.config(); err != nil {
+			return err
+		}
+	}
+	src := c.Path
+	if src == "" {
+		src = "built-in defaults"
+	}
+	body, err := toml.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("config: encode: %w", err)
+	}
+	doc, err := configJSON(body, src)
 	if err != nil {
 		return err
 	}
-	return p.Result(c, func(w io.Writer) {
-		src := c.Path
-		if src == "" {
-			src = "built-in defaults"
-		}
+	return p.Result(doc, func(w io.Writer) {
 		io.WriteString(w, "# source: "+src+"\n")
-		b, _ := toml.Marshal(c)
-		w.Write(b)
+		w.Write(body)
 	})
+}
+
+// configJSON is the --json form of a configuration: the same keys as the TOML file
+// (upstream.url, verify.report_dir, ...), so one name works in both, plus "source". It is
+// decoded from the TOML encoding rather than tagged twice, so the two cannot drift.
+func configJSON(body []byte, source string) (map[string]any, error) {
+	doc := map[string]any{}
+	if err := toml.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("config: re-read the encoded configuration: %w", err)
+	}
+	doc["source"] = source
+	return doc, nil
 }

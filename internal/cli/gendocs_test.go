@@ -13,17 +13,19 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 	if code, _, stderr := runMain(t, "gen-docs", dir); code != 0 {
 		t.Fatalf("gen-docs: exit %d: %s", code, stderr)
 	}
-	have, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-	want, _ := filepath.Glob(filepath.Join("..", "..", "docs", "cli", "*.md"))
-	if len(have) != len(want) {
-		t.Fatalf("gen-docs wrote %d pages, docs/cli has %d: run `make docs`", len(have), len(want))
-	}
-	for _, h := range have {
-		w := filepath.Join("..", "..", "docs", "cli", filepath.Base(h))
-		hb, _ := os.ReadFile(h)
-		wb, err := os.ReadFile(w)
-		if err != nil || string(hb) != string(wb) {
-			t.Errorf("docs/cli/%s is stale: run `make docs`", filepath.Base(h))
+	for _, pattern := range []string{"*.md", filepath.Join("man", "*.1")} {
+		have, _ := filepath.Glob(filepath.Join(dir, pattern))
+		want, _ := filepath.Glob(filepath.Join("..", "..", "docs", "cli", pattern))
+		if len(have) == 0 || len(have) != len(want) {
+			t.Fatalf("gen-docs wrote %d %s pages, docs/cli has %d: run `make docs`", len(have), pattern, len(want))
+		}
+		for _, h := range have {
+			rel, _ := filepath.Rel(dir, h)
+			hb, _ := os.ReadFile(h)
+			wb, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli", rel))
+			if err != nil || string(hb) != string(wb) {
+				t.Errorf("docs/cli/%s is stale: run `make docs`", rel)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,6 +39,23 @@ func (p *printer) Result(v any, text func(w io.Writer)) error {
 	return nil
 }
 
+// RawResult is Result for a command whose encoder writes the JSON itself (audit's report,
+// SARIF): in --json mode the bytes are kept, checked, and written by Main like any result.
+func (p *printer) RawResult(write func(w io.Writer) error) error {
+	if !p.json || p.sink == nil {
+		return write(p.out)
+	}
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	if !json.Valid(buf.Bytes()) {
+		return fmt.Errorf("internal error: the result is not valid JSON")
+	}
+	p.sink.pending, p.sink.hasPending = json.RawMessage(bytes.TrimSpace(buf.Bytes())), true
+	return nil
+}
+
 // JSONLine writes v as a single line of JSON (for streams of results).
 func (p *printer) JSONLine(v any) error {
 	b, err := json.Marshal(v)
@@ -45,10 +63,29 @@ func (p *printer) JSONLine(v any) error {
 		return err
 	}
 	if p.sink != nil {
-		p.sink.noteLine(b)
+		p.sink.lineBytes += len(b) + 1
 	}
 	_, err = p.out.Write(append(b, '\n'))
 	return err
+}
+
+// Stream marks this command's --json output as JSON Lines (verify): a failure then ends the
+// stream with a one-line summary record that carries the error.
+func (p *printer) Stream() {
+	if p.sink != nil {
+		p.sink.streaming = true
+	}
+}
+
+// StreamSummary writes the summary record that ends a JSON Lines stream. Main writes it
+// after the command returns, so that a failure's error lands in it rather than after it.
+func (p *printer) StreamSummary(v any) error {
+	if p.sink == nil {
+		return p.JSONLine(v)
+	}
+	p.sink.streaming = true
+	p.sink.pending, p.sink.hasPending = v, true
+	return nil
 }
 
 func encodeDocument(w io.Writer, v any) error {
@@ -63,18 +100,32 @@ func encodeDocument(w io.Writer, v any) error {
 type resultSink struct {
 	pending    any
 	hasPending bool
-	lines      int
-	lastType   string // the "type" of the last JSON line ("summary" ends a verify stream)
+	streaming  bool // JSON Lines: the pending value is the closing summary line
+	lineBytes  int  // bytes JSONLine wrote
+	out        *countingWriter
 }
 
-func (s *resultSink) noteLine(b []byte) {
-	var rec struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &rec)
-	s.lines++
-	s.lastType = rec.Type
+// countingWriter is stdout, counting what passes, so finish can tell whether a command
+// wrote to stdout behind the printer's back.
+type countingWriter struct {
+	w io.Writer
+	n int
 }
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += n
+	return n, err
+}
+
+// wrap makes w the sink's stdout and returns the writer commands are to use.
+func (s *resultSink) wrap(w io.Writer) io.Writer {
+	s.out = &countingWriter{w: w}
+	return s.out
+}
+
+// strayOutput says whether something other than JSONLine wrote to stdout.
+func (s *resultSink) strayOutput() bool { return s.out != nil && s.out.n > s.lineBytes }
 
 // errorBody is the "error" member of every --json failure (docs/exit-codes.md).
 type errorBody struct {
@@ -85,40 +136,87 @@ type errorBody struct {
 }
 
 // finish writes what a command left under --json: on success its result; on failure its
-// partial result with an "error" member added, or {"error": ...} alone when it had none; a
-// stream of JSON Lines that did not end with its summary gets a summary line carrying the
-// error. It never writes a second document after a complete one.
+// partial result with an "error" member added, or {"error": ...} alone when it had none. A
+// JSON Lines stream ends with its summary line, the error added on failure, or with
+// {"type": "summary", "status": "error", "error": ...} when it failed before a summary.
 func (s *resultSink) finish(w io.Writer, failure *errorBody) error {
+	write := encodeDocument
+	if s.streaming {
+		write = encodeLine
+	}
 	if failure == nil {
 		if s.hasPending {
-			return encodeDocument(w, s.pending)
+			return write(w, s.pending)
 		}
 		return nil
 	}
-	if s.lines > 0 && !s.hasPending {
-		if s.lastType == "summary" && failure.Code != ExitInterrupted && failure.Message == codeSummaries[failure.Code] {
-			return nil // the summary already says why the run failed
+	if !s.hasPending {
+		if s.strayOutput() {
+			// A document (or text) is already out; a second one would break parsers.
+			return nil
 		}
-		b, err := json.Marshal(map[string]any{"type": "summary", "status": "error", "error": failure})
-		if err != nil {
-			return err
+		doc := map[string]any{"error": failure}
+		if s.streaming {
+			doc["type"], doc["status"] = "summary", "error"
 		}
-		_, err = w.Write(append(b, '\n'))
+		return write(w, doc)
+	}
+	b, err := json.Marshal(s.pending)
+	if err != nil {
 		return err
 	}
-	doc := map[string]any{}
-	if s.hasPending {
-		b, err := json.Marshal(s.pending)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &doc); err != nil || doc == nil {
-			doc = map[string]any{"result": json.RawMessage(b)}
-		}
+	merged, err := withErrorMember(b, failure)
+	if err != nil {
+		return err
 	}
-	doc["error"] = failure
-	return encodeDocument(w, doc)
+	return write(w, merged)
 }
+
+// withErrorMember adds "error": failure to the JSON object b, keeping b's members in their
+// order. A string "error" member b already has (a command's own one-line reason) is
+// replaced, and becomes the message when the failure had none of its own. A b that is not
+// an object is wrapped: {"result": b, "error": failure}.
+func withErrorMember(b []byte, failure *errorBody) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return json.Marshal(map[string]any{"result": json.RawMessage(b), "error": failure})
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if key == "error" {
+			var reason string
+			if json.Unmarshal(val, &reason) == nil && failure.Message == codeSummaries[failure.Code] {
+				failure.Message = reason
+			}
+			continue
+		}
+		k, _ := json.Marshal(key)
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(val)
+		out.WriteByte(',')
+	}
+	e, err := json.Marshal(failure)
+	if err != nil {
+		return nil, err
+	}
+	out.WriteString(`"error":`)
+	out.Write(e)
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+func encodeLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // pad pads s with spaces to width visible characters: ANSI colour codes take no room on
 // a terminal, so fmt's %-12s would misalign a coloured column.

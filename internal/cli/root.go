@@ -127,6 +127,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 // printer.
 func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
+	out := stdio.Out
+	d.io.Out = d.sink.wrap(stdio.Out)
 	root := newRootCmd(d)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -152,7 +154,7 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 		}
 	}
 	if jsonOut {
-		if werr := d.sink.finish(stdio.Out, failure); werr != nil {
+		if werr := d.sink.finish(out, failure); werr != nil {
 			fmt.Fprintf(stdio.Err, "mpspatch: write the JSON result: %v\n", werr)
 			if code == ExitOK {
 				code = ExitCheckFailed

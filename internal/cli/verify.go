@@ -158,10 +158,11 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 }
 
 func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOptions) error {
+	p := d.printer()
+	p.Stream()
 	if err := opts.resolve(d, cmd); err != nil {
 		return err
 	}
-	p := d.printer()
 	if opts.render != "" {
 		return renderVerify(p, opts)
 	}
@@ -278,7 +279,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	closeErr := dw.Close(interrupted)
 	rep := dw.Report()
 	if p.json {
-		_ = p.JSONLine(verify.SummaryRecord(rep))
+		_ = p.StreamSummary(verify.SummaryRecord(rep))
 	} else {
 		writeVerifyTable(p, rep, opts.reportDir)
 	}
@@ -313,7 +314,7 @@ func renderVerify(p *printer, opts *verifyOptions) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if p.json {
-		_ = p.JSONLine(verify.SummaryRecord(rep))
+		_ = p.StreamSummary(verify.SummaryRecord(rep))
 	} else {
 		for _, e := range rep.Envs {
 			writeEnv(p.out, e)

@@ -9,21 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpspatch/mpspatch/internal/testenv"
 	"github.com/mpspatch/mpspatch/verify"
 )
 
-// verifyPython is the interpreter with torch and pytest: Debian's /usr/bin/python3 unless
-// MPSPATCH_PYTHON names another.
+// verifyPython is the interpreter with torch and pytest (package testenv decides).
 func verifyPython(t *testing.T) string {
 	t.Helper()
-	py := os.Getenv("MPSPATCH_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("test interpreter %s: %v (install python3-torch and python3-pytest, or set MPSPATCH_PYTHON)", py, err)
-	}
-	return py
+	return testenv.Python(t)
 }
 
 // TestVerifyEndToEnd runs the real embedded suites on CPU, quick profile, scaling included,
