@@ -251,7 +251,7 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 		if !again {
 			return nil
 		}
-		r.obs.Notice(r.opts.Target, fmt.Sprintf("%s: %s in %s; continuing the file in a fresh process (%d tests deselected)",
+		r.obs.Notice(r.opts.Target, fmt.Sprintf("%s: %s in %s; continuing the file in a fresh process (%d deselected)",
 			file, outcomeWord(pr, death), pr.open[len(pr.open)-1], len(deselect)))
 	}
 }

@@ -50,6 +50,7 @@ func TestScripts(t *testing.T) {
 			"exits":     cmdExits,
 			"treesum":   cmdTreesum,
 			"validjson": cmdValidJSON,
+			"jsonerror": cmdJSONError,
 		},
 	})
 }
@@ -210,5 +211,59 @@ func cmdValidJSON(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s is not one JSON value: %v", args[0], err)
 	case err == nil && neg:
 		ts.Fatalf("%s is valid JSON, want it not to be", args[0])
+	}
+}
+
+// cmdJSONError asserts that the last command's stdout ends with the --json error document
+// of docs/exit-codes.md: one JSON object (or, with -lines, JSON Lines whose last line is
+// the summary) holding "error": {"code": CODE, "name", "message", "details": {...}}.
+//
+//	exits 5 mpspatch probe --json
+//	jsonerror 5
+func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
+	lines := len(args) > 0 && args[0] == "-lines"
+	if lines {
+		args = args[1:]
+	}
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: jsonerror [-lines] CODE")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("jsonerror: code %q is not a number", args[0])
+	}
+	data := ts.ReadFile("stdout")
+	var doc struct {
+		Type  string `json:"type"`
+		Error *struct {
+			Code    *int           `json:"code"`
+			Name    string         `json:"name"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if lines {
+		all := strings.Split(strings.TrimRight(data, "\n"), "\n")
+		for i, l := range all {
+			if !json.Valid([]byte(l)) {
+				ts.Fatalf("stdout line %d is not JSON: %s", i+1, l)
+			}
+		}
+		data = all[len(all)-1]
+	} else {
+		cmdValidJSON(ts, false, []string{"stdout"})
+	}
+	if err := json.Unmarshal([]byte(data), &doc); err != nil {
+		ts.Fatalf("jsonerror: %v", err)
+	}
+	switch {
+	case doc.Error == nil || doc.Error.Code == nil:
+		ts.Fatalf("no error member with a code in:\n%s", data)
+	case *doc.Error.Code != want:
+		ts.Fatalf("error code %d, want %d", *doc.Error.Code, want)
+	case doc.Error.Name == "" || doc.Error.Message == "" || doc.Error.Details == nil:
+		ts.Fatalf("error member lacks name, message or details: %s", data)
+	case lines && doc.Type != "summary":
+		ts.Fatalf("the last line is a %q record, want the summary", doc.Type)
 	}
 }

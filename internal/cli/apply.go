@@ -254,7 +254,7 @@ func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Resul
 func writePatchOutcome(w io.Writer, p *printer, r series.PatchResult) {
 	switch r.Outcome() {
 	case "exact":
-		fmt.Fprintf(w, "  %-8s %s\n", p.Paint(green, "exact"), r.Name)
+		fmt.Fprintf(w, "  %s %s\n", pad(p.Paint(green, "exact"), 8), r.Name)
 	case "offset":
 		var offs []string
 		for _, h := range r.Hunks {
@@ -262,12 +262,12 @@ func writePatchOutcome(w io.Writer, p *printer, r series.PatchResult) {
 				offs = append(offs, fmt.Sprintf("%s hunk %d/%d %+d", series.QuotePath(h.File), h.Hunk, h.Hunks, h.Offset))
 			}
 		}
-		fmt.Fprintf(w, "  %-8s %s (offset %d: %s)\n", p.Paint(yellow, "offset"), r.Name, r.MaxOffset(), strings.Join(offs, ", "))
+		fmt.Fprintf(w, "  %s %s (offset %d: %s)\n", pad(p.Paint(yellow, "offset"), 8), r.Name, r.MaxOffset(), strings.Join(offs, ", "))
 	default:
 		note := ""
 		if r.AfterConflict {
 			note = " (after an earlier conflict)"
 		}
-		fmt.Fprintf(w, "  %-8s %s%s\n", p.Paint(red, "conflict"), r.Name, note)
+		fmt.Fprintf(w, "  %s %s%s\n", pad(p.Paint(red, "conflict"), 8), r.Name, note)
 	}
 }

@@ -271,7 +271,7 @@ func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
 			outcome = p.Paint(red, "conflict")
 		}
 		if outcome != "" {
-			outcome = fmt.Sprintf("%-10s ", outcome)
+			outcome = pad(outcome, 10) + " "
 		}
 		intents := plural(pt.Intents, "intent")
 		if rep.Intents != nil && pt.Intents > 0 {

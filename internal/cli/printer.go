@@ -284,3 +284,47 @@ func (p *printer) paintErr(c colour, s string) string {
 	}
 	return "\x1b[" + string(c) + "m" + s + "\x1b[0m"
 }
+
+// columnWriter lines up tab-separated cells like text/tabwriter, but measures cells by
+// visible width, so a coloured cell and a plain one in the same column stay aligned
+// (tabwriter counts the bytes of ANSI escapes). Write lines, then Flush.
+type columnWriter struct {
+	w   io.Writer
+	gap int
+	buf bytes.Buffer
+}
+
+func newColumnWriter(w io.Writer, gap int) *columnWriter { return &columnWriter{w: w, gap: gap} }
+
+func (c *columnWriter) Write(b []byte) (int, error) { return c.buf.Write(b) }
+
+// Flush writes the buffered lines with every column but the last padded to its widest cell.
+func (c *columnWriter) Flush() error {
+	text := strings.TrimSuffix(c.buf.String(), "\n")
+	c.buf.Reset()
+	if text == "" {
+		return nil
+	}
+	var rows [][]string
+	var widths []int
+	for _, line := range strings.Split(text, "\n") {
+		cells := strings.Split(line, "\t")
+		rows = append(rows, cells)
+		for i, cell := range cells[:len(cells)-1] {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], visibleWidth(cell))
+		}
+	}
+	var out strings.Builder
+	for _, cells := range rows {
+		for i, cell := range cells[:len(cells)-1] {
+			out.WriteString(pad(cell, widths[i]+c.gap))
+		}
+		out.WriteString(cells[len(cells)-1])
+		out.WriteByte('\n')
+	}
+	_, err := io.WriteString(c.w, out.String())
+	return err
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -178,7 +177,7 @@ func writeProbeReport(w io.Writer, p *printer, rep probe.Report) {
 		fmt.Fprintf(w, "%s unknown (no child reported it)\n\n", p.Paint(bold, "device"))
 	}
 	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	tw := newColumnWriter(&table, 2)
 	fmt.Fprintln(tw, "RESULT\tSCENARIO\tCLASS\tTIME\tDETAIL")
 	for _, o := range rep.Outcomes {
 		res := p.Paint(green, "pass")

@@ -116,6 +116,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newImportCmd(d),
 		newRebaseCmd(d),
 	)
+	wireCompletionAndPaths(root)
 	return root
 }
 

@@ -63,6 +63,13 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 		p.Warnf("%s", st.Interrupted.Hint())
 	}
 	rep := statusReport{Tree: opts.tree, Series: s.Hash(), Summary: string(st.Summary()), TreeStatus: st}
+	if missing := missingFiles(st); len(st.Files) > 0 && missing == len(st.Files) {
+		// Every file the series touches is absent: the wrong directory, not a tree whose
+		// files were all "modified". --json still gets the per-file report.
+		_ = p.Result(rep, func(io.Writer) {})
+		return usageErrorf("%s is not a PyTorch checkout: none of the %s the series touches exist there (%s, ...)",
+			opts.tree, plural(len(st.Files), "file"), st.Files[0].Path)
+	}
 	return p.Result(rep, func(w io.Writer) {
 		fmt.Fprintf(w, "series %s: %s\n", s.Source, st.Summary())
 		for _, ps := range st.Patches {
@@ -73,7 +80,7 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 			case series.Partial, series.Unknown:
 				c = red
 			}
-			fmt.Fprintf(w, "  %-12s %s\n", p.Paint(c, string(ps.State)), ps.Name)
+			fmt.Fprintf(w, "  %s %s\n", pad(p.Paint(c, string(ps.State)), 12), ps.Name)
 		}
 		fmt.Fprintln(w, "files:")
 		for _, f := range st.Files {
@@ -82,8 +89,22 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 	})
 }
 
+// missingFiles counts the touched files absent from the tree whose absence no patch
+// explains (a file the series creates is absent in the base, and that is its base state).
+func missingFiles(st *series.TreeStatus) int {
+	n := 0
+	for _, f := range st.Files {
+		if !f.Exists && f.Version < 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func shortState(f series.FileStatus) string {
 	switch {
+	case !f.Exists && f.Version < 0:
+		return "missing"
 	case f.Version < 0:
 		return "modified"
 	case f.Edited && f.Version == 0:

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -264,7 +263,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	var runErr error
 	for _, e := range envs {
 		term.clear()
-		p.Progressf("verify: %s: %d suite files on %s, profile %s, repeat %d", e.Target, len(files), e.Device, opts.profile, opts.repeat)
+		p.Progressf("verify: %s: %s on %s, profile %s, repeat %d", e.Target, plural(len(files), "suite file"), e.Device, opts.profile, opts.repeat)
 		runErr = verify.Run(ctx, verify.Options{
 			Target: e.Target, Env: e, Profile: opts.profile, Threads: opts.threads,
 			BenchThreads: benchThreads, Repeat: opts.repeat, Files: files, Scaling: scaling,
@@ -452,7 +451,7 @@ func (t *verifyTerminal) Notice(target, msg string) {
 func writeVerifyTable(p *printer, rep *verify.Report, reportDir string) {
 	w := p.out
 	targets := rep.Targets()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newColumnWriter(w, 2)
 	head := []string{"TEST"}
 	for _, t := range targets {
 		head = append(head, strings.ToUpper(t))
@@ -513,8 +512,8 @@ func writeVerifyTable(p *printer, rep *verify.Report, reportDir string) {
 	if curves := rep.CurveLabels(); len(curves) > 0 {
 		fmt.Fprintln(w, "\nscaling:")
 		for _, c := range curves {
-			fmt.Fprintf(w, "  %s %s: %s at %d threads; best %.1f fwd/s at %d threads\n",
-				c.Target, c.Model, c.Label, c.MaxThreads, c.BestFPS, c.BestThreads)
+			fmt.Fprintf(w, "  %s %s: %s at %s; best %.1f fwd/s at %s\n",
+				c.Target, c.Model, c.Label, plural(c.MaxThreads, "thread"), c.BestFPS, plural(c.BestThreads, "thread"))
 		}
 	}
 	if len(rep.Boundaries) > 0 {
