@@ -301,12 +301,27 @@ func writeCheckText(w io.Writer, p *printer, rep *checkReport) {
 		return
 	}
 	if rep.Tree != "" && len(rep.Conflicts) == 0 {
-		if rep.TreeState == string(series.Applied) {
+		failed := failedIntents(rep.Intents)
+		switch {
+		case failed > 0:
+			// Every hunk lands, but the series would not do its job: apply refuses it, so
+			// saying "applies" here would contradict the exit status.
+			fmt.Fprintf(w, "every hunk of the series locates in %s, but %s not hold on the result; apply refuses it\n",
+				rep.Tree, pluralVerb(failed, "intent", "does", "do"))
+		case rep.TreeState == string(series.Applied):
 			fmt.Fprintf(w, "%s already holds the series\n", rep.Tree)
-		} else {
+		default:
 			fmt.Fprintf(w, "the series applies to %s\n", rep.Tree)
 		}
 	}
+}
+
+// pluralVerb is plural with the verb agreeing: "1 intent does", "2 intents do".
+func pluralVerb(n int, noun, one, many string) string {
+	if n == 1 {
+		return plural(n, noun) + " " + one
+	}
+	return plural(n, noun) + " " + many
 }
 
 func shortHash(h string) string {

@@ -97,7 +97,7 @@ func TestApplyEvaluatesIntents(t *testing.T) {
 func TestCheckTreeEvaluatesIntentsPerPatch(t *testing.T) {
 	tree, patches := writeSeries(t, "thread-local Cache::_instance_cache in a.h", "test_linear.py::test_linear_variants")
 	code, stdout, stderr := runMain(t, "check", "--tree", tree, "--patches", patches)
-	if code != ExitOK || !strings.Contains(stdout, "1/1 intents hold") {
+	if code != ExitOK || !strings.Contains(stdout, "1/1 intents hold") || !strings.Contains(stdout, "the series applies to") {
 		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
 	}
 	// The patch still applies, but its intent does not hold: check fails (exit 1) and
@@ -107,6 +107,10 @@ func TestCheckTreeEvaluatesIntentsPerPatch(t *testing.T) {
 	code, stdout, stderr = runMain(t, "check", "--tree", tree, "--patches", patches)
 	if code != ExitCheckFailed || !strings.Contains(stdout, "0/1 intents hold") || !strings.Contains(stdout, `FAIL 0001-cache.patch:8`) {
 		t.Fatalf("exit %d, stdout:\n%s%s", code, stdout, stderr)
+	}
+	// It must not also claim success in the same breath.
+	if strings.Contains(stdout, "the series applies") || !strings.Contains(stdout, "but 1 intent does not hold on the result; apply refuses it") {
+		t.Errorf("check --tree with a failing intent says:\n%s", stdout)
 	}
 	if after, _ := os.ReadFile(filepath.Join(tree, "a.h")); string(after) != string(before) {
 		t.Error("check --tree wrote to the tree")

@@ -43,7 +43,7 @@ type StateError struct {
 
 func (e *StateError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: the tree is %s; refusing to write", e.Verb, e.Status.Summary())
+	fmt.Fprintf(&b, "%s: %s; refusing to write", e.Verb, e.cause())
 	for _, f := range e.Status.Files {
 		fmt.Fprintf(&b, "\n  %-60s %s", QuotePath(f.Path), f.State())
 	}
@@ -52,6 +52,61 @@ func (e *StateError) Error() string {
 		b.WriteString(e.Hint)
 	}
 	return b.String()
+}
+
+// cause names why the tree was refused, by what its files hold, rather than by the
+// summary state alone ("the tree is modified" tells no one what to do).
+func (e *StateError) cause() string {
+	var neither, edited, partial, patched, base []string
+	for _, f := range e.Status.Files {
+		switch {
+		case f.Version < 0:
+			neither = append(neither, f.Path)
+		case f.Edited:
+			edited = append(edited, f.Path)
+		case f.Version == f.Steps:
+			patched = append(patched, f.Path)
+		case f.Version == 0:
+			base = append(base, f.Path)
+		default:
+			partial = append(partial, f.Path)
+		}
+	}
+	switch {
+	case len(neither) > 0:
+		return fmt.Sprintf("%s from both the base and the patched content: %s", filesVerb(len(neither), "differs", "differ"), listPaths(neither))
+	case len(partial) > 0:
+		return fmt.Sprintf("%s only some of the patches that touch %s: %s", filesVerb(len(partial), "holds", "hold"), pronoun(len(partial)), listPaths(partial))
+	case len(patched) > 0 && len(base) > 0:
+		return fmt.Sprintf("the tree is partly patched: %s already patched, %s at the base: %s",
+			filesVerb(len(patched), "is", "are"), filesVerb(len(base), "is", "are"), listPaths(patched))
+	case len(edited) > 0:
+		return fmt.Sprintf("%s local edits on top of the recorded content: %s", filesVerb(len(edited), "carries", "carry"), listPaths(edited))
+	}
+	return "the tree is " + string(e.Status.Summary())
+}
+
+// filesVerb says "1 file differs", "3 files differ".
+func filesVerb(n int, one, many string) string {
+	if n == 1 {
+		return "1 file " + one
+	}
+	return fmt.Sprintf("%d files %s", n, many)
+}
+
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// listPaths names up to three paths, then how many more.
+func listPaths(paths []string) string {
+	if len(paths) <= 3 {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:3], ", "), len(paths)-3)
 }
 
 const ignoreBaseHint = `Files marked "with local edits" differ from the base the patches were written for
