@@ -86,11 +86,18 @@ type probeOutput struct {
 // devices it has, and whether pytest is importable. device "" picks the best available
 // (mps, then cuda, then cpu); a device that is named but absent is an ErrUnsupported error.
 func Probe(ctx context.Context, python, target, device string) (Env, error) {
+	return ProbeLogged(ctx, python, target, device, "")
+}
+
+// ProbeLogged is Probe writing the interpreter's whole output to logPath (none when ""),
+// which a failure's one-paragraph message names.
+func ProbeLogged(ctx context.Context, python, target, device, logPath string) (Env, error) {
 	var stdout, stderr bytes.Buffer
-	_, err := run.Run(ctx, run.Cmd{
+	res, err := run.Run(ctx, run.Cmd{
 		Argv:    []string{python, "-c", probeScript},
 		Stdout:  &stdout,
 		Stderr:  &stderr,
+		LogPath: logPath,
 		Timeout: 2 * time.Minute,
 	})
 	if err != nil {
@@ -101,12 +108,24 @@ func Probe(ctx context.Context, python, target, device string) (Env, error) {
 		if ctx.Err() != nil {
 			return Env{}, ctx.Err()
 		}
-		return Env{}, fmt.Errorf("%w: probe of interpreter %q failed: %w: %s",
-			ErrUnsupported, python, err, lastLines(stderr.String(), 5))
+		// One paragraph: the interpreter, how it ended, the last thing it said, the log. Not
+		// the probe script, which the log holds.
+		last := lastLines(stderr.String(), 1)
+		if last == "" {
+			last = lastLines(stdout.String(), 1)
+		}
+		msg := fmt.Sprintf("interpreter %q failed the torch probe (%s)", python, res)
+		if last != "" {
+			msg += fmt.Sprintf("; it printed last: %s", last)
+		}
+		if logPath != "" {
+			msg += "; full output in " + logPath
+		}
+		return Env{}, fmt.Errorf("%w: %s", ErrUnsupported, msg)
 	}
 	var p probeOutput
 	if err := json.Unmarshal(lastLine(stdout.Bytes()), &p); err != nil {
-		return Env{}, fmt.Errorf("probe of interpreter %q: unreadable answer %q: %w", python, stdout.String(), err)
+		return Env{}, fmt.Errorf("probe of interpreter %q: unreadable answer %q: %w", python, lastLines(stdout.String(), 1), err)
 	}
 	if p.TorchError != "" {
 		return Env{}, fmt.Errorf("%w: interpreter %q (%s) cannot import torch: %s",

@@ -393,3 +393,32 @@ func TestListSuitesLeavesOutSelfTests(t *testing.T) {
 		}
 	}
 }
+
+// An interpreter that dies during the probe gets one paragraph: the interpreter, how it
+// ended, the last line it printed and the log, never the probe script itself.
+func TestProbeFailureIsOneParagraph(t *testing.T) {
+	py := testPython(t)
+	dir := t.TempDir()
+	site := "import os, sys\nsys.stderr.write('Traceback (most recent call last):\\n  File \"x\"\\nRuntimeError: broken torch build\\n')\nsys.stderr.flush()\nos._exit(3)\n"
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", dir)
+	logPath := filepath.Join(t.TempDir(), "probe.log")
+	_, err := ProbeLogged(context.Background(), py, TargetPatched, "cpu", logPath)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{py, "exit status 3", "it printed last: RuntimeError: broken torch build", "full output in " + logPath} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "\n") || strings.Contains(msg, "import json") {
+		t.Errorf("error is not one paragraph:\n%s", msg)
+	}
+	if log, _ := os.ReadFile(logPath); !strings.Contains(string(log), "import json") || !strings.Contains(string(log), "broken torch build") {
+		t.Errorf("the log lacks the script or the output:\n%s", log)
+	}
+}

@@ -57,5 +57,13 @@ func (d *deps) traceCommand(argv []string, dir string) {
 	if dir == "" {
 		dir = "."
 	}
-	fmt.Fprintf(d.io.Err, "mpspatch: run (in %s) %s\n", dir, run.QuoteArgv(argv))
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if strings.Contains(a, "\n") {
+			parts[i] = run.DisplayArgv([]string{a}) // an inline script: its log has it whole
+		} else {
+			parts[i] = run.QuoteArgv([]string{a})
+		}
+	}
+	fmt.Fprintf(d.io.Err, "mpspatch: run (in %s) %s\n", dir, strings.Join(parts, " "))
 }

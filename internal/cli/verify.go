@@ -207,7 +207,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 
 	// Which torch is this? Asked before anything runs; no python, torch or pytest is exit 5.
 	p.Progressf("verify: probing %s", opts.python)
-	patched, err := verify.Probe(ctx, opts.python, verify.TargetPatched, opts.device)
+	patched, err := verify.ProbeLogged(ctx, opts.python, verify.TargetPatched, opts.device, probeLog(opts.reportDir, verify.TargetPatched))
 	if err != nil {
 		return probeError(ctx, err)
 	}
@@ -220,7 +220,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	envs := []verify.Env{patched}
 	if opts.baseline != "" {
 		p.Progressf("verify: probing baseline %s", opts.baseline)
-		base, err := verify.Probe(ctx, opts.baseline, verify.TargetBaseline, patched.Device)
+		base, err := verify.ProbeLogged(ctx, opts.baseline, verify.TargetBaseline, patched.Device, probeLog(opts.reportDir, verify.TargetBaseline))
 		if err != nil {
 			return probeError(ctx, fmt.Errorf("baseline: %w", err))
 		}
@@ -324,6 +324,16 @@ func renderVerify(p *printer, opts *verifyOptions) error {
 		return &silentError{ExitCheckFailed}
 	}
 	return nil
+}
+
+// probeLog is where the torch probe of target writes its output: next to the suites' logs,
+// so the error of a failed probe can name it. "" (no log) when the directory cannot be made.
+func probeLog(reportDir, target string) string {
+	dir := filepath.Join(reportDir, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "probe-"+target+".log")
 }
 
 func probeError(ctx context.Context, err error) error {

@@ -62,7 +62,7 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string {
-	msg := fmt.Sprintf("%s: %s", strings.Join(e.Argv, " "), e.Result)
+	msg := fmt.Sprintf("%s: %s", DisplayArgv(e.Argv), e.Result)
 	if e.LogPath != "" {
 		msg += " (log: " + e.LogPath + ")"
 	}
@@ -241,6 +241,25 @@ func quoteArgv(argv []string) string {
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$") {
 			parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		} else {
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// DisplayArgv renders argv for a one-line message: an inline script (`python -c "..."`,
+// any argument with a newline) shows as <script, N lines>, and a very long argument is cut,
+// so an error stays one paragraph. Logs keep the whole argv (QuoteArgv).
+func DisplayArgv(argv []string) string {
+	const maxArg = 120
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		switch {
+		case strings.Contains(a, "\n"):
+			parts[i] = fmt.Sprintf("<script, %d lines>", strings.Count(strings.TrimRight(a, "\n"), "\n")+1)
+		case len(a) > maxArg:
+			parts[i] = a[:maxArg] + "..."
+		default:
 			parts[i] = a
 		}
 	}

@@ -102,3 +102,17 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// An error about a process started with an inline script stays one short paragraph.
+func TestExitErrorHidesInlineScripts(t *testing.T) {
+	t.Parallel()
+	script := "import sys\nprint(sys.version)\nraise SystemExit(3)\n"
+	e := &ExitError{Argv: []string{"python3", "-c", script, strings.Repeat("x", 300)}, Result: Result{ExitCode: 3}}
+	have := e.Error()
+	if strings.Contains(have, "\n") || strings.Contains(have, "import sys") || len(have) > 200 {
+		t.Errorf("have %q", have)
+	}
+	if !strings.HasPrefix(have, "python3 -c <script, 3 lines> xxx") || !strings.HasSuffix(have, "...: exit status 3") {
+		t.Errorf("have %q", have)
+	}
+}
