@@ -110,6 +110,7 @@ func colourBox(img image.Image, want color.RGBA) (int, image.Rectangle) {
 }
 
 func TestHTMLRendersInChromium(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, HTMLFile)
 	var buf bytes.Buffer

@@ -166,6 +166,7 @@ func processGone(pid int) bool {
 }
 
 func TestRunBrokenFileIsAResult(t *testing.T) {
+	t.Parallel()
 	py := testPython(t)
 	dir := crashyDir(t)
 	report := t.TempDir()
@@ -191,6 +192,7 @@ func TestRunBrokenFileIsAResult(t *testing.T) {
 }
 
 func TestRunInterrupted(t *testing.T) {
+	t.Parallel()
 	py := testPython(t)
 	dir := crashyDir(t)
 	report := t.TempDir()

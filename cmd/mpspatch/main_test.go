@@ -12,10 +12,13 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -29,8 +32,22 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 // in a child process with the script's environment and working directory.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
+		// As main.go: Ctrl-C and SIGTERM cancel the context.
 		"mpspatch": func() {
-			os.Exit(cli.Main(context.Background(), os.Args[1:], cli.System()))
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := cli.Main(ctx, os.Args[1:], cli.System())
+			stop()
+			os.Exit(code)
+		},
+		// hangpython stands in for an interpreter that never answers: it creates
+		// $HANG_READY, so a script knows it runs, then waits to be killed.
+		"hangpython": func() {
+			if err := os.WriteFile(os.Getenv("HANG_READY"), nil, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "hangpython:", err)
+				os.Exit(1)
+			}
+			time.Sleep(10 * time.Minute)
+			os.Exit(1)
 		},
 		"fakepython": func() { os.Exit(fakePython()) },
 	})
@@ -51,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"treesum":   cmdTreesum,
 			"validjson": cmdValidJSON,
 			"jsonerror": cmdJSONError,
+			"waitfile":  cmdWaitFile,
 		},
 	})
 }
@@ -266,4 +284,21 @@ func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
 	case lines && doc.Type != "summary":
 		ts.Fatalf("the last line is a %q record, want the summary", doc.Type)
 	}
+}
+
+// cmdWaitFile waits until FILE exists (a background command's way to say it is ready),
+// failing after a minute.
+//
+//	waitfile ready
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("waitfile: %s did not appear within a minute", args[0])
 }

@@ -11,6 +11,7 @@ import (
 const auditTree = "../../metalcheck/testdata/tree"
 
 func TestAuditCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	todo := filepath.Join(dir, "todo.toml")
 	// --write-baseline writes every finding with a placeholder reason and exits 0.
@@ -51,6 +52,7 @@ func TestAuditCommand(t *testing.T) {
 }
 
 func TestAuditCommandJSON(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runMain(t, "--json", "audit", "--tree", auditTree)
 	if code != ExitCheckFailed {
 		t.Fatalf("exit %d, want %d: %s", code, ExitCheckFailed, stderr)

@@ -108,8 +108,11 @@ func errorMessage(err error, code int) string {
 	if code == ExitInterrupted {
 		msg = strings.TrimSuffix(msg, context.Canceled.Error())
 		msg = strings.TrimRight(msg, ": ")
-		if msg == "" || msg == "interrupted" {
+		switch {
+		case msg == "":
 			return "interrupted"
+		case strings.Contains(msg, "interrupted"):
+			return msg // "build interrupted (log: ...)" says it already
 		}
 		return "interrupted: " + msg
 	}

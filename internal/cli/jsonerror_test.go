@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,4 +207,30 @@ func compact(t *testing.T, s string) string {
 		parts = append(parts, b.String())
 	}
 	return strings.Join(parts, "\n")
+}
+
+func TestInterruptedMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "interrupted"},
+		{fmt.Errorf("status: %w", context.Canceled), "interrupted: status"},
+		{fmt.Errorf("build interrupted (log: b.log): %w", context.Canceled), "build interrupted (log: b.log)"},
+	}
+	for _, tt := range tests {
+		if have := errorMessage(tt.err, ExitInterrupted); have != tt.want {
+			t.Errorf("%v: have %q, want %q", tt.err, have, tt.want)
+		}
+	}
+	// Through Main: a cancelled context is exit 130 and the word "interrupted".
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb strings.Builder
+	code := Main(ctx, []string{"status", "--json", "--tree", t.TempDir()}, IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if code != ExitInterrupted || errb.String() != "mpspatch: interrupted\n" {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+	errorMember(t, oneJSONDocument(t, out.String()), ExitInterrupted)
 }

@@ -104,6 +104,7 @@ func TestProbeChildStreamsEvents(t *testing.T) {
 // the fake backend: the same parent, child command line, protocol and report as on a Mac,
 // with the in-memory GPU in place of Metal.
 func TestProbeFakeEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "mpspatch")
 	if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{"go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch"}}); err != nil {
 		t.Fatalf("build mpspatch: %v", err)

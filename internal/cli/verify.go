@@ -280,7 +280,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	if p.json {
 		_ = p.StreamSummary(verify.SummaryRecord(rep))
 	} else {
-		writeVerifyTable(p, rep, opts.reportDir)
+		writeVerifyTable(p, rep, opts.reportDir, verify.HTMLFile, verify.JUnitFile, verify.ResultsFile)
 	}
 	switch {
 	case runErr != nil && interrupted:
@@ -318,7 +318,8 @@ func renderVerify(p *printer, opts *verifyOptions) error {
 		for _, e := range rep.Envs {
 			writeEnv(p.out, e)
 		}
-		writeVerifyTable(p, rep, opts.reportDir)
+		// --render redraws the HTML and JUnit reports; results.jsonl is its input, not written.
+		writeVerifyTable(p, rep, opts.reportDir, verify.HTMLFile, verify.JUnitFile)
 	}
 	if rep.Failed() || rep.Interrupted || len(rep.Results) == 0 {
 		return &silentError{ExitCheckFailed}
@@ -458,7 +459,7 @@ func (t *verifyTerminal) Notice(target, msg string) {
 
 // writeVerifyTable is the text result: one row per test with a column per target, then the
 // crashes with their signatures, the scaling labels, and the verdict.
-func writeVerifyTable(p *printer, rep *verify.Report, reportDir string) {
+func writeVerifyTable(p *printer, rep *verify.Report, reportDir string, written ...string) {
 	w := p.out
 	targets := rep.Targets()
 	tw := newColumnWriter(w, 2)
@@ -541,8 +542,7 @@ func writeVerifyTable(p *printer, rep *verify.Report, reportDir string) {
 	if status != "pass" {
 		c = red
 	}
-	fmt.Fprintf(w, "verify: %s; reports in %s (%s, %s, %s)\n", p.Paint(c, strings.ToUpper(status)), reportDir,
-		verify.HTMLFile, verify.JUnitFile, verify.ResultsFile)
+	fmt.Fprintf(w, "verify: %s; reports in %s (%s)\n", p.Paint(c, strings.ToUpper(status)), reportDir, strings.Join(written, ", "))
 }
 
 func truncate(s string, n int) string {

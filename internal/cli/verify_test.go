@@ -22,9 +22,13 @@ func verifyPython(t *testing.T) string {
 // TestVerifyEndToEnd runs the real embedded suites on CPU, quick profile, scaling included,
 // and checks that every report format is produced and agrees with the others.
 func TestVerifyEndToEnd(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	dir := filepath.Join(t.TempDir(), "report")
-	code, stdout, stderr := runMain(t, "verify", "--python", py, "--device", "cpu", "--profile", "quick", "--report-dir", dir)
+	// --threads 2: this test is about the pipeline (every suite file runs, every report agrees),
+	// not about concurrency, which the suites themselves test on a Mac; the smaller thread
+	// matrix takes about a fifth off the longest test of make test.
+	code, stdout, stderr := runMain(t, "verify", "--python", py, "--device", "cpu", "--profile", "quick", "--threads", "2", "--report-dir", dir)
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -121,6 +125,16 @@ func TestVerifyEndToEnd(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("--render: exit %d\n%s\n%s", code, stdout2, stderr2)
 	}
+	// It says what it wrote, and only that: results.jsonl is its input.
+	if !strings.Contains(stdout2, "reports in "+again+" (report.html, junit.xml)\n") {
+		t.Errorf("--render names other files than it wrote:\n%s", stdout2)
+	}
+	if _, err := os.Stat(filepath.Join(again, verify.ResultsFile)); err == nil {
+		t.Errorf("--render wrote %s", verify.ResultsFile)
+	}
+	if !strings.Contains(stdout, "reports in "+dir+" (report.html, junit.xml, results.jsonl)\n") {
+		t.Errorf("the live run names other files than it wrote:\n%s", stdout)
+	}
 	for _, f := range []string{verify.HTMLFile, verify.JUnitFile} {
 		a, _ := os.ReadFile(filepath.Join(dir, f))
 		b, err := os.ReadFile(filepath.Join(again, f))
@@ -164,6 +178,7 @@ def test_three():
 // TestVerifyCrashExitAndJSON: a crash is a result (exit 1, never a crash of mpspatch), the
 // tests after it run, and --json streams one record per line on stdout.
 func TestVerifyCrashExitAndJSON(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	suites := writeSuitesWith(t, map[string]string{"test_crashing.py": crashingSuite})
 	dir := filepath.Join(t.TempDir(), "report")
@@ -276,6 +291,7 @@ def test_three():
 // TestVerifyBaseline: --baseline runs the same suites against a second interpreter and puts
 // both side by side; the baseline's crash is reported but does not fail the run.
 func TestVerifyBaseline(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	stock := filepath.Join(t.TempDir(), "python-stock")
 	if err := os.Symlink(py, stock); err != nil {
