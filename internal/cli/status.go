@@ -25,8 +25,10 @@ recognised by the blob IDs the patches record, else by whether the hunks apply o
 
 status writes nothing, not even to finish an interrupted apply or unapply: it reports
 the tree as "interrupted" and says which command finishes or undoes the write (apply or
-unapply, which recover first). Exit 0 whatever the state; use --json to script on it.`,
-		Example: `  mpspatch status --tree ~/src/pytorch
+unapply, which recover first). Exit 0 whatever the state; use --json to script on it. A
+directory that holds none of the files the series touches is not a PyTorch checkout: exit
+2, each file reported missing.`,
+		Example: `  mpspatch status ~/src/pytorch
   mpspatch status --tree . --json | jq -r '.summary'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
