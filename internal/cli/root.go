@@ -58,6 +58,10 @@ const exitCodeHelp = `Exit codes:
   5    environment unsupported (no Metal, no python, no git)
   130  interrupted`
 
+// The root's persistent hook (-v) must run even under a command group that has its own.
+// Set once here, not per Main, as tests run Main concurrently.
+func init() { cobra.EnableTraverseRunHooks = true }
+
 func newRootCmd(d *deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mpspatch",
