@@ -75,7 +75,9 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 ` + exitCodeHelp,
 		Example: `  mpspatch check                       # lint the embedded series
   mpspatch apply --tree ~/src/pytorch   # apply it to a checkout
-  mpspatch status --tree ~/src/pytorch  # which patches are applied`,
+  mpspatch status ~/src/pytorch         # which patches are applied (the tree as an argument)
+  mpspatch -v build ~/src/pytorch       # show the environment and every command run
+  mpspatch verify --json | jq -c 'select(.type == "summary")'`,
 		Version:       currentVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
