@@ -105,6 +105,11 @@ func TestBuildCommand(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(tree, builder.ProvenanceFile)); err == nil {
 					t.Error("a failed build left a provenance stamp")
 				}
+				// --json: the failure is one error document; a failed build names its log.
+				e := errorMember(t, oneJSONDocument(t, stdout), tt.wantCode)
+				if log, _ := e["details"].(map[string]any)["log"].(string); tt.wantCode == ExitBuildFailed && !strings.Contains(log, "build-logs") {
+					t.Errorf("the error of a failed build does not name its log: %v", e)
+				}
 				return
 			}
 

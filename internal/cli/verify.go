@@ -207,9 +207,10 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 
 	// Which torch is this? Asked before anything runs; no python, torch or pytest is exit 5.
 	p.Progressf("verify: probing %s", opts.python)
-	patched, err := verify.ProbeLogged(ctx, opts.python, verify.TargetPatched, opts.device, probeLog(opts.reportDir, verify.TargetPatched))
+	logPath := probeLog(opts.reportDir, verify.TargetPatched)
+	patched, err := verify.ProbeLogged(ctx, opts.python, verify.TargetPatched, opts.device, logPath)
 	if err != nil {
-		return probeError(ctx, err)
+		return probeError(ctx, err, logPath)
 	}
 	if err := foreignTorch(ctx, patched, opts.tree); err != nil {
 		if !opts.allowForeign {
@@ -220,9 +221,10 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 	envs := []verify.Env{patched}
 	if opts.baseline != "" {
 		p.Progressf("verify: probing baseline %s", opts.baseline)
-		base, err := verify.ProbeLogged(ctx, opts.baseline, verify.TargetBaseline, patched.Device, probeLog(opts.reportDir, verify.TargetBaseline))
+		logPath := probeLog(opts.reportDir, verify.TargetBaseline)
+		base, err := verify.ProbeLogged(ctx, opts.baseline, verify.TargetBaseline, patched.Device, logPath)
 		if err != nil {
-			return probeError(ctx, fmt.Errorf("baseline: %w", err))
+			return probeError(ctx, fmt.Errorf("baseline: %w", err), logPath)
 		}
 		if base.TorchPath == patched.TorchPath {
 			base.Warnings = append(base.Warnings, "the baseline loads the same torch as the patched run ("+base.TorchPath+"): the comparison means nothing")
@@ -337,9 +339,12 @@ func probeLog(reportDir, target string) string {
 	return filepath.Join(dir, "probe-"+target+".log")
 }
 
-func probeError(ctx context.Context, err error) error {
+func probeError(ctx context.Context, err error, logPath string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if fi, serr := os.Stat(logPath); logPath != "" && serr == nil && fi.Size() > 0 {
+		err = &logError{err: err, log: logPath} // the --json error's details.log
 	}
 	if errors.Is(err, verify.ErrUnsupported) {
 		return withCode(ExitUnsupported, err)
