@@ -24,7 +24,7 @@ var (
 // pathArgCommands take their tree (or directory) as the one positional argument too, as
 // users type it: `mpspatch apply ~/src/pytorch` is `mpspatch apply --tree ~/src/pytorch`.
 var pathArgCommands = map[string]string{
-	"apply": "tree", "unapply": "tree", "status": "tree", "check": "tree", "build": "tree",
+	"apply": "tree", "unapply": "tree", "status": "tree", "check": "tree", "build": "tree", "verify": "tree",
 	"clone": "dir",
 }
 
