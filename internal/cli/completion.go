@@ -13,6 +13,9 @@ var flagValues = map[string][]string{
 	"device":       {"mps", "cuda", "cpu"},
 	"profile":      {"quick", "full"},
 	"audit format": {"text", "json", "sarif"},
+	"run format":   {"text", "json", "markdown"},
+	"run from":     runStages,
+	"run until":    runStages,
 }
 
 // dirFlags complete to directories, fileFlags to files with these extensions.

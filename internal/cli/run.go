@@ -189,9 +189,12 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	var perr error
 	switch format {
 	case "json":
-		enc := json.NewEncoder(d.io.Out)
-		enc.SetIndent("", "  ")
-		perr = enc.Encode(rep)
+		// Through the printer, so a failed run's document carries the error member too.
+		perr = p.RawResult(func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		})
 	case "markdown":
 		_, perr = io.WriteString(d.io.Out, markdownRunSummary(rep))
 	default:
