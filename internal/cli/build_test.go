@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,16 +16,30 @@ import (
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
-// fakePython builds testdata/fakepython into a temp dir and returns its path.
+// fakePythonBuild is the fake python, built once per test binary (a go build costs seconds
+// on a loaded 2-core machine, and the build and run tests each need it); TestMain removes it.
+var fakePythonBuild struct {
+	sync.Once
+	dir, path string
+	err       error
+}
+
+// fakePython returns testdata/fakepython built into a temp dir. It keeps no state of its
+// own: each test points FAKE_TRANSCRIPT and FAKE_MODE at its own files.
 func fakePython(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "python3")
-	if _, err := run.Output(context.Background(), run.Cmd{
-		Argv: []string{"go", "build", "-o", path, "./testdata/fakepython"},
-	}); err != nil {
-		t.Fatalf("build the fake python: %v", err)
+	b := &fakePythonBuild
+	b.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "mpspatch-fakepython-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "python3")
+		_, b.err = run.Output(context.Background(), run.Cmd{Argv: []string{"go", "build", "-o", b.path, "./testdata/fakepython"}})
+	})
+	if b.err != nil {
+		t.Fatalf("build the fake python: %v", b.err)
 	}
-	return path
+	return b.path
 }
 
 // pytorchTree makes the smallest tree the builder accepts.

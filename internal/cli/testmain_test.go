@@ -19,5 +19,9 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if fakePythonBuild.dir != "" {
+		os.RemoveAll(fakePythonBuild.dir)
+	}
+	os.Exit(code)
 }
