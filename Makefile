@@ -101,8 +101,8 @@ fuzz:
 	done
 
 ## test-python: the verify suites under plain pytest on CPU, in one process (Debian's
-## python3-torch). Not part of `make test`: TestVerifyEndToEnd runs the same suites, the
-## same profile, through mpspatch verify.
+## python3-torch). Not part of `make test`, which runs the same suites through mpspatch verify
+## (TestVerifyEndToEnd) and the harness self-tests under pytest (TestHarnessSelfTests).
 test-python:
 	@py=$$($(FINDPYTHON)) && $$py -m pytest -q verify/suites --device cpu -p no:cacheprovider
 

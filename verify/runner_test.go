@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpspatch/mpspatch/internal/run"
 	"github.com/mpspatch/mpspatch/internal/testenv"
 )
 
@@ -422,5 +423,25 @@ func TestProbeFailureIsOneParagraph(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(logPath); !strings.Contains(string(log), "import json") || !strings.Contains(string(log), "broken torch build") {
 		t.Errorf("the log lacks the script or the output:\n%s", log)
+	}
+}
+
+// TestHarnessSelfTests runs the suites' own self-tests (SelfTests, left out of every verify
+// run) under plain pytest on CPU: make test covers them here, and the concurrency suites
+// through TestVerifyEndToEnd, so it runs no suite twice.
+func TestHarnessSelfTests(t *testing.T) {
+	t.Parallel()
+	py := testPython(t)
+	dir := t.TempDir()
+	if err := WriteSuites(dir); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--device", "cpu"}, SelfTests...)
+	var out strings.Builder
+	if _, err := run.Run(context.Background(), run.Cmd{Argv: args, Dir: dir, Stdout: &out, Stderr: &out, Timeout: 5 * time.Minute}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), " passed") {
+		t.Errorf("pytest ran nothing:\n%s", out.String())
 	}
 }
