@@ -14,6 +14,7 @@ var flagValues = map[string][]string{
 	"profile":      {"quick", "full"},
 	"audit format": {"text", "json", "sarif"},
 	"run format":   {"text", "json", "markdown"},
+	"check format": {"text", "markdown"},
 	"run from":     runStages,
 	"run until":    runStages,
 }
