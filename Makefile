@@ -110,8 +110,8 @@ test-python:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=5x -count=1 $(PKGS)
 
-docs: build
-	$(BIN) gen-docs docs/cli
+docs:
+	$(GO) run ./internal/docgen docs/cli
 
 clean:
 	rm -rf bin dist

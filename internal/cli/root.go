@@ -109,7 +109,6 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newStatusCmd(d),
 		newVersionCmd(d),
 		newConfigCmd(d),
-		newGenDocsCmd(d),
 		newVerifyCmd(d),
 		newAuditCmd(d),
 		newProbeCmd(d),
@@ -123,6 +122,16 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		newRebaseCmd(d),
 	)
 	wireCompletionAndPaths(root)
+	return root
+}
+
+// NewRootCommand returns the whole command tree, bound to the process's own streams, for
+// tools that document it (internal/docgen); running commands goes through Main.
+func NewRootCommand() *cobra.Command {
+	root := newRootCmd(&deps{io: System(), global: &globalOptions{}})
+	// What cobra adds when a command runs, so the reference shows the same tree.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	return root
 }
 
