@@ -248,14 +248,15 @@ type CommitOptions struct {
 // Commit writes plan's changes to the tree at root, all or nothing. The caller holds the
 // tree's lock and has recovered any interrupted write.
 //
-// Protocol (an undo/redo log): (1) the journal, holding every old and new content, is
+// Protocol (an undo/redo log): (0) every old file is hard-linked into StateDir (linkOld);
+// (1) the journal, holding every new content and the blob IDs of the linked old files, is
 // written to journal.tmp; (2) it is renamed to journal.json — the commit point; (3) each
-// target is rewritten in place (removed, then created with its mode) or deleted,
-// deletions first; (4) the journal is removed. A crash before (2) leaves the tree
-// untouched and a stray journal.tmp that the next write deletes; a crash after it leaves
-// journal.json, from which recovery rewrites every target again (idempotent), so the tree
-// is always wholly before or wholly after. When a write fails (a full disk, a file made
-// read-only meanwhile), the entries already written are restored from the journal's old
+// target is rewritten (removed, then created with its mode) or deleted, deletions first;
+// (4) the journal is removed, then the links. A crash before (2) leaves the tree
+// untouched and a stray journal.tmp and links that the next write deletes; a crash after
+// it leaves journal.json, from which recovery rewrites every target again (idempotent), so
+// the tree is always wholly before or wholly after. When a write fails (a full disk, a file
+// made read-only meanwhile), the entries already written are restored from the old
 // contents, in reverse order, and the tree is as before.
 //
 // Targets are replaced by remove+create rather than rename-over, as git apply does:
