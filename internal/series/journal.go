@@ -337,6 +337,11 @@ func journalEntries(changes []Change) []journalEntry {
 // content in the journal, as before version 4. The link shares the target's inode, which
 // the write phase never modifies: it removes the target and creates a new file.
 func linkOld(root *os.Root, entries []journalEntry, fsync bool) {
+	l, err := newOldLinker(root)
+	if err != nil {
+		return // every old file stays in the journal
+	}
+	defer l.close()
 	for i := range entries {
 		e := &entries[i]
 		if !e.Old.Exists {
@@ -345,12 +350,12 @@ func linkOld(root *os.Root, entries []journalEntry, fsync bool) {
 		if e.Old.Blob == "" {
 			e.Old.Blob = BlobID(e.Old.Content)
 		}
-		name := linkName(i)
-		err := root.Link(e.Path, name)
+		name := oldLinkPrefix + strconv.Itoa(i)
+		err := l.link(e.Path, name)
 		if errors.Is(err, fs.ErrExist) {
 			// Left by a crash after an earlier journal was removed: it is ours and stale.
-			_ = root.Remove(name)
-			err = root.Link(e.Path, name)
+			_ = root.Remove(linkName(i))
+			err = l.link(e.Path, name)
 		}
 		if err != nil {
 			e.Old.Blob = ""
@@ -365,9 +370,14 @@ func linkOld(root *os.Root, entries []journalEntry, fsync bool) {
 
 // removeLinks removes the old files an entry list linked.
 func removeLinks(root *os.Root, entries []journalEntry) {
+	state, err := root.OpenRoot(StateDir)
+	if err != nil {
+		return
+	}
+	defer state.Close()
 	for i, e := range entries {
 		if e.Old.Linked {
-			_ = root.Remove(linkName(i))
+			_ = state.Remove(oldLinkPrefix + strconv.Itoa(i))
 		}
 	}
 }
