@@ -225,6 +225,10 @@ func crashpoint(step string) {
 	}
 }
 
+// linkFault, when set (only by tests), makes the hard link of a path's old file fail, as
+// on a filesystem without hard links, so a test can see its bytes kept in the journal.
+var linkFault func(path string) error
+
 // writeFault, when set (only by tests), makes the write of a path fail, so a test can see
 // the journal roll back when the forward path cannot complete.
 var writeFault func(path string) error
@@ -351,7 +355,13 @@ func linkOld(root *os.Root, entries []journalEntry, fsync bool) {
 			e.Old.Blob = BlobID(e.Old.Content)
 		}
 		name := oldLinkPrefix + strconv.Itoa(i)
-		err := l.link(e.Path, name)
+		var err error
+		if linkFault != nil {
+			err = linkFault(e.Path)
+		}
+		if err == nil {
+			err = l.link(e.Path, name)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			// Left by a crash after an earlier journal was removed: it is ours and stale.
 			_ = root.Remove(linkName(i))

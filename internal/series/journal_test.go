@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mpspatch/mpspatch/internal/statekey"
@@ -178,5 +179,61 @@ func TestRollbackChecksTheLinkedOldFile(t *testing.T) {
 		if have, err := root.ReadFile(p); err == nil && string(have) == "not the old file\n" {
 			t.Errorf("%s: restored from a tampered link (want %d bytes of base)", p, len(want))
 		}
+	}
+}
+
+// TestUnlinkableOldFileStaysInTheJournal: where a file cannot be hard-linked (a filesystem
+// without hard links, a mount inside the tree), its old bytes go into the journal, and a
+// rollback restores linked and inline entries alike.
+func TestUnlinkableOldFileStaysInTheJournal(t *testing.T) {
+	fx := newFixture(t, mpsBase, mpsSteps()...)
+	s := mustLoad(t, fx.patches)
+	before := snapshot(t, fx.repo)
+	root := openRoot(t, fx.repo)
+	linkFault = func(p string) error {
+		if p == "aten/mps/Stream.mm" {
+			return syscall.EXDEV
+		}
+		return nil
+	}
+	writeFault = func(p string) error {
+		if p == "aten/mps/Pool.h" {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	var inline, linked int
+	crashHook = func(step string) {
+		if step != "committed" {
+			return
+		}
+		data, err := readJournal(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _, _ := statekey.Load()
+		j, err := decodeJournal(data, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range j.Entries {
+			switch {
+			case e.Old.Linked:
+				linked++
+			case e.Old.Exists && e.Path == "aten/mps/Stream.mm" && len(e.Old.Content) > 0:
+				inline++
+			}
+		}
+	}
+	_, err := Apply(root, s, Options{})
+	linkFault, writeFault, crashHook = nil, nil, nil
+	if inline != 1 || linked == 0 {
+		t.Errorf("journal held %d inline and %d linked old files; want Stream.mm inline and the rest linked", inline, linked)
+	}
+	if err == nil || !strings.Contains(err.Error(), "rolled back: the tree is as before") {
+		t.Fatalf("have %v, want a rollback", err)
+	}
+	if have := snapshot(t, fx.repo); !reflect.DeepEqual(have, before) {
+		t.Fatalf("after the rollback the tree is not the base:\n%s", mapDiff(have, before))
 	}
 }
