@@ -4,18 +4,24 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
 
 // splitLines splits data into lines that keep their line endings, so that a file is
 // rebuilt byte for byte from the lines the patch did not change.
+//
+// The lines share data's memory instead of copying it (string(data) would hold a second
+// copy of every touched file for the whole run): the engine never modifies a file's
+// content once read or computed, it only builds new slices, so the strings stay
+// immutable as Go requires.
 func splitLines(data []byte) []string {
 	if len(data) == 0 {
 		return nil
 	}
 	lines := make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
-	s := string(data)
+	s := unsafe.String(unsafe.SliceData(data), len(data))
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {

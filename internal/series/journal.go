@@ -3,6 +3,7 @@ package series
 import (
 	"bytes"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mpspatch/mpspatch/internal/statekey"
@@ -25,19 +27,24 @@ const (
 	journalTmp  = StateDir + "/journal.tmp"  // being written; never trusted, never read
 	journalFile = StateDir + "/journal.json" // its appearance is the commit point
 	// journalDomain separates the journal's MACs from other uses of the state key.
-	journalDomain = "mpspatch journal v3"
+	journalDomain = "mpspatch journal v4"
+	// oldLinkPrefix names the hard links to the old files (old.0, old.1, ... by entry).
+	oldLinkPrefix = "old."
 )
 
 // maxJournalSize bounds the journal mpspatch reads back: a planted journal must not make
-// it read without bound. Real journals hold the old and new content of the files the
-// series touches, a few MiB for the MPS series.
+// it read without bound. Real journals hold the new content of the files the series
+// touches (and the old content of those it could not hard-link), a few MiB for the MPS
+// series. The same bound applies to a linked old file read back for a rollback.
 const maxJournalSize = 256 << 20
 
 // journalVersion 3 added the old content of every entry (so recovery can roll back as
-// well as forward) and the MAC line.
-const journalVersion = 3
+// well as forward) and the MAC line. Version 4 keeps an old file as a hard link in
+// StateDir, named by its entry and authenticated by the blob ID the journal records,
+// instead of copying its bytes into the journal.
+const journalVersion = 4
 
-const journalMagic = "mpspatch-journal 3 hmac-sha256="
+const journalMagic = "mpspatch-journal 4 hmac-sha256="
 
 // journal is an undo/redo log: everything needed to finish the write phase from any
 // point, or to undo it.
@@ -56,36 +63,60 @@ type journalEntry struct {
 
 // fileState is a path's content and mode on one side of the write phase.
 type fileState struct {
-	Exists  bool        `json:"exists,omitempty"`
-	Mode    fs.FileMode `json:"mode,omitempty"`
-	Size    int         `json:"size,omitempty"` // bytes of content after the header
-	Content []byte      `json:"-"`
+	Exists bool        `json:"exists,omitempty"`
+	Mode   fs.FileMode `json:"mode,omitempty"`
+	Size   int         `json:"size,omitempty"` // bytes of content after the header
+	// Linked (old side only): the content is not in the journal but in the hard link
+	// StateDir/old.<entry index> to the file as it was, and Blob is its git blob ID. The
+	// engine replaces a target by remove+create, never in place, so the linked inode
+	// keeps the old bytes; a rollback reads them back only if their blob ID matches.
+	Linked  bool   `json:"linked,omitempty"`
+	Blob    string `json:"blob,omitempty"`
+	Content []byte `json:"-"`
 }
 
-// encodeJournal writes a MAC line, the header as one JSON line, then the raw contents
-// (each entry's old, then new), in entry order: no base64, so the journal costs what the
-// files cost.
-func encodeJournal(j journal, key []byte) ([]byte, error) {
-	total := 0
+// linkName is where entry i's old content is hard-linked. It is derived from the entry's
+// index, never read from the journal, so no journal can name another file.
+func linkName(i int) string { return StateDir + "/" + oldLinkPrefix + strconv.Itoa(i) }
+
+// journalParts lays the journal out as the pieces it is written in: a MAC line and the
+// header as one JSON line, then the raw contents (each entry's old unless linked, then
+// new), in entry order. No base64, and the contents are written from the plan's own
+// buffers, never joined in memory, so the journal costs what the new files cost.
+func journalParts(j journal, key []byte) ([][]byte, error) {
+	parts := [][]byte{nil}
 	for i := range j.Entries {
 		e := &j.Entries[i]
-		e.Old.Size, e.New.Size = len(e.Old.Content), len(e.New.Content)
-		total += e.Old.Size + e.New.Size
+		e.Old.Size, e.New.Size = 0, len(e.New.Content)
+		if !e.Old.Linked {
+			e.Old.Size = len(e.Old.Content)
+			parts = append(parts, e.Old.Content)
+		}
+		parts = append(parts, e.New.Content)
 	}
 	head, err := json.Marshal(j)
 	if err != nil {
 		return nil, err
 	}
-	body := make([]byte, 0, len(head)+1+total)
-	body = append(append(body, head...), '\n')
-	for _, e := range j.Entries {
-		body = append(body, e.Old.Content...)
-		body = append(body, e.New.Content...)
+	head = append(head, '\n')
+	m := statekey.NewMAC(key, journalDomain)
+	m.Write(head)
+	for _, p := range parts[1:] {
+		m.Write(p)
 	}
-	mac := hex.EncodeToString(statekey.MAC(key, journalDomain, body))
-	out := make([]byte, 0, len(journalMagic)+len(mac)+1+len(body))
-	out = append(append(append(out, journalMagic...), mac...), '\n')
-	return append(out, body...), nil
+	first := make([]byte, 0, len(journalMagic)+2*sha256.Size+1+len(head))
+	first = append(append(first, journalMagic...), hex.EncodeToString(m.Sum(nil))...)
+	parts[0] = append(append(first, '\n'), head...)
+	return parts, nil
+}
+
+// encodeJournal is the journal as one byte slice (tests and tools; Commit writes the parts).
+func encodeJournal(j journal, key []byte) ([]byte, error) {
+	parts, err := journalParts(j, key)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
 }
 
 // errForeign marks a journal that this user's mpspatch did not write.
@@ -129,6 +160,9 @@ func decodeJournal(data, key []byte) (journal, error) {
 		}
 		seen[e.Path] = true
 		for _, s := range []*fileState{&e.Old, &e.New} {
+			if s.Linked {
+				continue // checkEntry: no content follows
+			}
 			if s.Size < 0 || s.Size > len(rest) {
 				return j, fmt.Errorf("entry %s: truncated", QuotePath(e.Path))
 			}
@@ -162,7 +196,23 @@ func checkEntry(e journalEntry) error {
 			return fmt.Errorf("%s: content for a file that does not exist", QuotePath(e.Path))
 		}
 	}
+	switch {
+	case e.New.Linked || e.New.Blob != "":
+		return fmt.Errorf("%s: new content must be in the journal", QuotePath(e.Path))
+	case e.Old.Linked && (!e.Old.Exists || e.Old.Size != 0 || !isBlobID(e.Old.Blob)):
+		return fmt.Errorf("%s: a linked old file needs its blob ID and no content", QuotePath(e.Path))
+	case !e.Old.Linked && e.Old.Blob != "":
+		return fmt.Errorf("%s: blob ID without a linked old file", QuotePath(e.Path))
+	}
 	return nil
+}
+
+func isBlobID(s string) bool {
+	if len(s) != 2*sha1.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }
 
 // crashHook, when set (only by tests), is called at every step of the write phase so a
@@ -174,6 +224,10 @@ func crashpoint(step string) {
 		crashHook(step)
 	}
 }
+
+// linkFault, when set (only by tests), makes the hard link of a path's old file fail, as
+// on a filesystem without hard links, so a test can see its bytes kept in the journal.
+var linkFault func(path string) error
 
 // writeFault, when set (only by tests), makes the write of a path fail, so a test can see
 // the journal roll back when the forward path cannot complete.
@@ -198,14 +252,15 @@ type CommitOptions struct {
 // Commit writes plan's changes to the tree at root, all or nothing. The caller holds the
 // tree's lock and has recovered any interrupted write.
 //
-// Protocol (an undo/redo log): (1) the journal, holding every old and new content, is
+// Protocol (an undo/redo log): (0) every old file is hard-linked into StateDir (linkOld);
+// (1) the journal, holding every new content and the blob IDs of the linked old files, is
 // written to journal.tmp; (2) it is renamed to journal.json — the commit point; (3) each
-// target is rewritten in place (removed, then created with its mode) or deleted,
-// deletions first; (4) the journal is removed. A crash before (2) leaves the tree
-// untouched and a stray journal.tmp that the next write deletes; a crash after it leaves
-// journal.json, from which recovery rewrites every target again (idempotent), so the tree
-// is always wholly before or wholly after. When a write fails (a full disk, a file made
-// read-only meanwhile), the entries already written are restored from the journal's old
+// target is rewritten (removed, then created with its mode) or deleted, deletions first;
+// (4) the journal is removed, then the links. A crash before (2) leaves the tree
+// untouched and a stray journal.tmp and links that the next write deletes; a crash after
+// it leaves journal.json, from which recovery rewrites every target again (idempotent), so
+// the tree is always wholly before or wholly after. When a write fails (a full disk, a file
+// made read-only meanwhile), the entries already written are restored from the old
 // contents, in reverse order, and the tree is as before.
 //
 // Targets are replaced by remove+create rather than rename-over, as git apply does:
@@ -226,22 +281,28 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 		return fmt.Errorf("%w (nothing was changed)", err)
 	}
 	j := journal{Version: journalVersion, Op: op, Series: seriesHash, Entries: journalEntries(plan.Changes)}
-	data, err := encodeJournal(j, key)
-	if err != nil {
-		return err
-	}
 	if err := root.Mkdir(StateDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create %s: %w", StateDir, err)
 	}
-	if err := createFile(root, journalTmp, data, 0o600, opts.Fsync); err != nil {
+	undo := func() {
 		_ = root.Remove(journalTmp)
+		removeLinks(root, j.Entries)
 		_ = root.Remove(StateDir)
+	}
+	linkOld(root, j.Entries, opts.Fsync)
+	crashpoint("linked old files")
+	parts, err := journalParts(j, key)
+	if err != nil {
+		undo()
+		return err
+	}
+	if err := createFile(root, journalTmp, parts, 0o600, opts.Fsync); err != nil {
+		undo()
 		return fmt.Errorf("write journal: %w (nothing was changed)", err)
 	}
 	crashpoint("journal written")
 	if err := root.Rename(journalTmp, journalFile); err != nil {
-		_ = root.Remove(journalTmp)
-		_ = root.Remove(StateDir)
+		undo()
 		return fmt.Errorf("commit journal: %w (nothing was changed)", err)
 	}
 	if opts.Fsync {
@@ -259,7 +320,7 @@ func journalEntries(changes []Change) []journalEntry {
 	for _, ch := range changes {
 		e := journalEntry{Path: ch.Path}
 		if ch.OldExists {
-			e.Old = fileState{Exists: true, Mode: ch.OldMode.Perm(), Content: ch.OldData}
+			e.Old = fileState{Exists: true, Mode: ch.OldMode.Perm(), Content: ch.OldData, Blob: ch.oldBlob}
 		}
 		if ch.NewExists {
 			e.New = fileState{Exists: true, Mode: ch.NewMode, Content: ch.NewData}
@@ -272,6 +333,111 @@ func journalEntries(changes []Change) []journalEntry {
 		return strings.Count(dels[a].Path, "/") > strings.Count(dels[b].Path, "/")
 	})
 	return append(dels, rest...)
+}
+
+// linkOld hard-links each old file the journal would otherwise copy into StateDir, before
+// the commit point, and marks its entry linked. A file that cannot be linked (a
+// filesystem without hard links, a target on another mount inside the tree) keeps its
+// content in the journal, as before version 4. The link shares the target's inode, which
+// the write phase never modifies: it removes the target and creates a new file.
+func linkOld(root *os.Root, entries []journalEntry, fsync bool) {
+	l, err := newOldLinker(root)
+	if err != nil {
+		return // every old file stays in the journal
+	}
+	defer l.close()
+	for i := range entries {
+		e := &entries[i]
+		if !e.Old.Exists {
+			continue
+		}
+		if e.Old.Blob == "" {
+			e.Old.Blob = BlobID(e.Old.Content)
+		}
+		name := oldLinkPrefix + strconv.Itoa(i)
+		var err error
+		if linkFault != nil {
+			err = linkFault(e.Path)
+		}
+		if err == nil {
+			err = l.link(e.Path, name)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			// Left by a crash after an earlier journal was removed: it is ours and stale.
+			_ = root.Remove(linkName(i))
+			err = l.link(e.Path, name)
+		}
+		if err != nil {
+			e.Old.Blob = ""
+			continue
+		}
+		e.Old.Linked, e.Old.Content = true, nil
+	}
+	if fsync {
+		syncDir(root, StateDir)
+	}
+}
+
+// removeLinks removes the old files an entry list linked.
+func removeLinks(root *os.Root, entries []journalEntry) {
+	state, err := root.OpenRoot(StateDir)
+	if err != nil {
+		return
+	}
+	defer state.Close()
+	for i, e := range entries {
+		if e.Old.Linked {
+			_ = state.Remove(oldLinkPrefix + strconv.Itoa(i))
+		}
+	}
+}
+
+// removeStateDir removes old-file links that no committed journal refers to (a crash
+// before the commit point, or after the journal was removed), then StateDir if empty.
+// Only commands that write call it, holding the tree's lock; it never follows a link.
+func removeStateDir(root *os.Root) {
+	if root.Remove(StateDir) == nil {
+		return
+	}
+	d, err := root.Open(StateDir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, oldLinkPrefix) {
+			_ = root.Remove(StateDir + "/" + n)
+		}
+	}
+	_ = root.Remove(StateDir)
+}
+
+// readLinked reads entry i's linked old content and checks it against the blob ID the
+// authenticated journal records: the link sits in the tree, which is not trusted.
+func readLinked(root *os.Root, i int, e journalEntry) ([]byte, error) {
+	name := linkName(i)
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, fmt.Errorf("old content of %s: %w", QuotePath(e.Path), err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxJournalSize {
+		return nil, fmt.Errorf("old content of %s: %s is not a regular file of bounded size", QuotePath(e.Path), name)
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("old content of %s: %w", QuotePath(e.Path), err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJournalSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("old content of %s: %w", QuotePath(e.Path), err)
+	}
+	if BlobID(data) != e.Old.Blob {
+		return nil, fmt.Errorf("old content of %s: %s no longer holds the file the journal recorded (blob %s); refusing to restore it",
+			QuotePath(e.Path), name, e.Old.Blob)
+	}
+	return data, nil
 }
 
 // checkStateDir refuses a .mpspatch that is not a plain directory: a symbolic link
@@ -423,8 +589,9 @@ func Recover(root *os.Root, dir Direction) (string, error) {
 	case err != nil:
 		return "", err
 	case in == nil:
-		// A crash right after the journal was removed leaves the directory behind, empty.
-		_ = root.Remove(StateDir)
+		// A crash right after the journal was removed leaves the directory behind, empty
+		// or with the old files' links.
+		removeStateDir(root)
 		return "", nil
 	case in.Foreign:
 		return "", &JournalError{Interruption: *in}
@@ -433,7 +600,7 @@ func Recover(root *os.Root, dir Direction) (string, error) {
 		if err := root.Remove(journalTmp); err != nil {
 			return "", fmt.Errorf("remove %s: %w", journalTmp, err)
 		}
-		_ = root.Remove(StateDir)
+		removeStateDir(root)
 		return "rolled back", nil
 	}
 	forward := j.Op == dir.verb()
@@ -490,10 +657,18 @@ type writer struct {
 	fsync bool
 }
 
-// rollBack restores the old state of entries, last first.
+// rollBack restores the old state of entries (a prefix of the journal's), last first.
 func (w *writer) rollBack(entries []journalEntry) error {
 	for i := len(entries) - 1; i >= 0; i-- {
-		if err := w.put(entries[i].Path, entries[i].Old); err != nil {
+		st := entries[i].Old
+		if st.Linked {
+			data, err := readLinked(w.root, i, entries[i])
+			if err != nil {
+				return err
+			}
+			st.Content = data
+		}
+		if err := w.put(entries[i].Path, st); err != nil {
 			return err
 		}
 	}
@@ -508,6 +683,7 @@ func (w *writer) finish(j journal) error {
 		return fmt.Errorf("remove journal: %w", err)
 	}
 	crashpoint("journal removed")
+	removeLinks(w.root, j.Entries)
 	_ = w.root.Remove(StateDir) // only when empty: build logs may live there too
 	return nil
 }
@@ -554,7 +730,7 @@ func (w *writer) put(p string, st fileState) error {
 			return fmt.Errorf("write %s: %w", QuotePath(p), err)
 		}
 	}
-	if err := createFile(dir, base, st.Content, st.Mode, w.fsync); err != nil {
+	if err := createFile(dir, base, [][]byte{st.Content}, st.Mode, w.fsync); err != nil {
 		return fmt.Errorf("write %s: %w", QuotePath(p), err)
 	}
 	crashpoint("wrote " + p)
@@ -600,14 +776,16 @@ func removeEmptyParents(root *os.Root, p string) {
 // meanwhile is not followed), with data and mode. New content has mode 0644 or 0755 and
 // the umask applies, as with git; old content restored by a rollback gets its exact
 // permission bits back.
-func createFile(root *os.Root, name string, data []byte, mode fs.FileMode, fsync bool) error {
+func createFile(root *os.Root, name string, parts [][]byte, mode fs.FileMode, fsync bool) error {
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	for _, data := range parts {
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if mode != 0o644 && mode != 0o755 {
 		if err := f.Chmod(mode.Perm()); err != nil {

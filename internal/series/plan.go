@@ -84,6 +84,8 @@ type Change struct {
 	NewExists bool
 	NewData   []byte
 	NewMode   fs.FileMode
+
+	oldBlob string // git blob ID of OldData when the tree read computed it
 }
 
 // Plan is the whole effect of applying or reversing a series, computed in memory.
@@ -184,6 +186,7 @@ type image struct {
 	origExists bool
 	origData   []byte
 	origMode   fs.FileMode
+	origBlob   string // set when the tree read hashed the file (Inspect does)
 }
 
 // Compute works out the effect of s on the tree at root without writing anything. On
@@ -237,7 +240,7 @@ func computePatches(tf *treeFiles, patches []*Patch, dir Direction, after AfterP
 		}
 		plan.Changes = append(plan.Changes, Change{
 			Path: path, OldExists: im.origExists, OldData: im.origData, OldMode: im.origMode,
-			NewExists: im.exists, NewData: im.data, NewMode: im.mode,
+			NewExists: im.exists, NewData: im.data, NewMode: im.mode, oldBlob: im.origBlob,
 		})
 	}
 	if len(all) == 0 {
@@ -347,7 +350,7 @@ func (c *computer) load(path string) (*image, error) {
 		return nil, err
 	}
 	im := &image{exists: f.exists, data: f.data, mode: f.mode}
-	im.origExists, im.origData, im.origMode = im.exists, im.data, im.mode
+	im.origExists, im.origData, im.origMode, im.origBlob = im.exists, im.data, im.mode, f.blob
 	c.images[path] = im
 	c.order = append(c.order, path)
 	return im, nil

@@ -262,3 +262,20 @@ func TestIdentityIsLoadsHash(t *testing.T) {
 		t.Fatal("Identity of a series whose order file does not lint: want an error")
 	}
 }
+
+func TestIsMailStart(t *testing.T) {
+	for line, want := range map[string]bool{
+		"From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001":  true,
+		"From 0123456789ABCDEF0123456789abcdef01234567 Mon Sep 17 00:00:00 2001":  false, // git writes lowercase
+		"From 0123456789abcdef0123456789abcdef0123456 Mon Sep 17 00:00:00 2001":   false,
+		"From 0123456789abcdef0123456789abcdef012345678 Mon Sep 17 00:00:00 2001": false,
+		"From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2002":  false,
+		" From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001": false,
+		"From: someone": false,
+		"":              false,
+	} {
+		if have := isMailStart([]byte(line)); have != want {
+			t.Errorf("isMailStart(%q) = %v, want %v", line, have, want)
+		}
+	}
+}

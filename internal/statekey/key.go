@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -133,11 +134,18 @@ func createKey(dir string) ([]byte, error) {
 // MAC authenticates body for one use of the key: domain ("mpspatch journal v3", "mpspatch
 // run stamp v1") keeps a MAC made for one kind of state from verifying another.
 func MAC(key []byte, domain string, body []byte) []byte {
+	m := NewMAC(key, domain)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// NewMAC is MAC for a body that is written in pieces (the journal's header and each
+// file's content, which are never joined in memory): write them in order, then Sum(nil).
+func NewMAC(key []byte, domain string) hash.Hash {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(domain))
 	m.Write([]byte{0})
-	m.Write(body)
-	return m.Sum(nil)
+	return m
 }
 
 // Equal compares two MACs in constant time; an empty MAC never verifies.
