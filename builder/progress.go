@@ -1,11 +1,12 @@
 package builder
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // Phase is the stage a PyTorch build is in, as far as its output tells.
@@ -51,20 +52,20 @@ type ReporterFunc func(Event)
 func (f ReporterFunc) Report(e Event) { f(e) }
 
 var (
-	ansiRE = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+	ansiRE = lazyregexp.New("\x1b\\[[0-9;?]*[A-Za-z]")
 	// ninja's default NINJA_STATUS is "[%f/%t] "; pip -v may indent subprocess output.
-	ninjaRE = regexp.MustCompile(`^\s*\[(\d{1,9})/(\d{1,9})\]\s`)
+	ninjaRE = lazyregexp.New(`^\s*\[(\d{1,9})/(\d{1,9})\]\s`)
 	// make-based CMake builds print "[ 45%] Building ...".
-	makeRE = regexp.MustCompile(`^\s*\[\s*(\d{1,3})%\]\s`)
+	makeRE = lazyregexp.New(`^\s*\[\s*(\d{1,3})%\]\s`)
 	// A compiler diagnostic: "path:line[:col]: [fatal ]error: message".
-	compilerErrRE = regexp.MustCompile(`^\s*\S[^:]*:\d+(?::\d+)?:\s+(?:fatal\s+)?error:`)
-	anyErrRE      = regexp.MustCompile(`(?:^|\s)(?:fatal\s+)?error:\s`)
+	compilerErrRE = lazyregexp.New(`^\s*\S[^:]*:\d+(?::\d+)?:\s+(?:fatal\s+)?error:`)
+	anyErrRE      = lazyregexp.New(`(?:^|\s)(?:fatal\s+)?error:\s`)
 )
 
 // NinjaProgress reads a ninja status line "[done/total] description". ok is false for any
 // other line and for impossible counts (done > total, total 0).
 func NinjaProgress(line string) (done, total int, ok bool) {
-	m := ninjaRE.FindStringSubmatch(stripANSI(line))
+	m := ninjaRE().FindStringSubmatch(stripANSI(line))
 	if m == nil {
 		return 0, 0, false
 	}
@@ -80,7 +81,7 @@ func stripANSI(s string) string {
 	if !strings.Contains(s, "\x1b") {
 		return s
 	}
-	return ansiRE.ReplaceAllString(s, "")
+	return ansiRE().ReplaceAllString(s, "")
 }
 
 // Tracker turns build output lines into progress events and remembers the first error
@@ -172,7 +173,7 @@ func (t *Tracker) classify(line string) (Event, bool) {
 		}
 		return ev, true
 	}
-	if m := makeRE.FindStringSubmatch(line); m != nil {
+	if m := makeRE().FindStringSubmatch(line); m != nil {
 		pct, _ := strconv.Atoi(m[1])
 		if pct > 100 {
 			return Event{}, false
@@ -214,7 +215,7 @@ func (t *Tracker) noteError(line string) {
 		return
 	}
 	switch {
-	case compilerErrRE.MatchString(trim), strings.HasPrefix(trim, "CMake Error"):
+	case compilerErrRE().MatchString(trim), strings.HasPrefix(trim, "CMake Error"):
 		if len(t.compilerErrs) < maxQuoted {
 			t.compilerErrs = append(t.compilerErrs, trim)
 		}
@@ -222,7 +223,7 @@ func (t *Tracker) noteError(line string) {
 		if len(t.failed) < maxQuoted {
 			t.failed = append(t.failed, trim)
 		}
-	case anyErrRE.MatchString(trim):
+	case anyErrRE().MatchString(trim):
 		if len(t.otherErrs) < maxQuoted {
 			t.otherErrs = append(t.otherErrs, trim)
 		}

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
@@ -161,9 +161,9 @@ func EnsureVenv(ctx context.Context, opts Options, logDir string) ([]string, err
 }
 
 var (
-	noMatchRE   = regexp.MustCompile(`No matching distribution found for (\S+)`)
-	noVersionRE = regexp.MustCompile(`Could not find a version that satisfies the requirement (\S+)`)
-	offlineRE   = regexp.MustCompile(`(?i)(NewConnectionError|Network is unreachable|Temporary failure in name resolution|Failed to establish a new connection)`)
+	noMatchRE   = lazyregexp.New(`No matching distribution found for (\S+)`)
+	noVersionRE = lazyregexp.New(`Could not find a version that satisfies the requirement (\S+)`)
+	offlineRE   = lazyregexp.New(`(?i)(NewConnectionError|Network is unreachable|Temporary failure in name resolution|Failed to establish a new connection)`)
 )
 
 // requirementError names the requirement pip failed on, from its output.
@@ -171,13 +171,13 @@ func requirementError(venv, log string, lines []string, noIndex bool, err error)
 	req, detail := "", ""
 	offline := noIndex
 	for _, l := range lines {
-		if m := noMatchRE.FindStringSubmatch(l); m != nil && req == "" {
+		if m := noMatchRE().FindStringSubmatch(l); m != nil && req == "" {
 			req, detail = m[1], l
 		}
-		if m := noVersionRE.FindStringSubmatch(l); m != nil && req == "" {
+		if m := noVersionRE().FindStringSubmatch(l); m != nil && req == "" {
 			req, detail = m[1], l
 		}
-		if offlineRE.MatchString(l) {
+		if offlineRE().MatchString(l) {
 			offline = true
 		}
 	}

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // TODOReason is the reason --write-baseline puts in every entry. The loader rejects it: an
@@ -53,7 +54,7 @@ func (e *BaselineError) Error() string {
 	return fmt.Sprintf("baseline %s: %s", e.File, e.Msg)
 }
 
-var fingerprintRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+var fingerprintRE = lazyregexp.New(`^[0-9a-f]{16}$`)
 
 // LoadBaseline reads and checks a baseline file.
 func LoadBaseline(path string) (*Baseline, error) {
@@ -64,7 +65,7 @@ func LoadBaseline(path string) (*Baseline, error) {
 	return ParseBaseline(path, data)
 }
 
-var headerRE = regexp.MustCompile(`^\s*\[\[\s*finding\s*\]\]`)
+var headerRE = lazyregexp.New(`^\s*\[\[\s*finding\s*\]\]`)
 
 // ParseBaseline decodes a baseline (strictly: unknown keys are errors) and checks every
 // entry: a known rule, a file, a 16-hex fingerprint, and a reason that is not the
@@ -92,7 +93,7 @@ func ParseBaseline(name string, data []byte) (*Baseline, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		if headerRE.Match(sc.Bytes()) {
+		if headerRE().Match(sc.Bytes()) {
 			lines = append(lines, n)
 		}
 	}
@@ -116,7 +117,7 @@ func ParseBaseline(name string, data []byte) (*Baseline, error) {
 		if e.File == "" {
 			return nil, bad("file is empty")
 		}
-		if !fingerprintRE.MatchString(e.Fingerprint) {
+		if !fingerprintRE().MatchString(e.Fingerprint) {
 			return nil, bad("fingerprint %q is not 16 hex digits (copy it from `mpspatch audit --json`)", e.Fingerprint)
 		}
 		reason := strings.TrimSpace(e.Reason)

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"regexp"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // Event is one JSON line a suite process appends to $MPSPATCH_EVENTS. One flat struct holds
@@ -52,7 +53,7 @@ type Event struct {
 
 // nonFinite matches the bare NaN/Infinity tokens Python's json module writes by default and
 // JSON does not allow. They are read as null (zero) rather than losing the whole line.
-var nonFinite = regexp.MustCompile(`([:\[,]\s*)-?(?:NaN|Infinity)\b`)
+var nonFinite = lazyregexp.New(`([:\[,]\s*)-?(?:NaN|Infinity)\b`)
 
 // ParseEvent decodes one line. It fails only when the line is not a JSON object at all.
 func ParseEvent(line []byte) (Event, error) {
@@ -60,7 +61,7 @@ func ParseEvent(line []byte) (Event, error) {
 	var ev Event
 	err := json.Unmarshal(line, &ev)
 	if err != nil && !isTypeError(err) {
-		fixed := nonFinite.ReplaceAll(line, []byte("${1}null"))
+		fixed := nonFinite().ReplaceAll(line, []byte("${1}null"))
 		ev = Event{}
 		err = json.Unmarshal(fixed, &ev)
 		line = fixed

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mpspatch/mpspatch/builder"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 type cloneOptions struct {
@@ -278,14 +278,14 @@ func checkEmptyDir(dir string) error {
 	return nil
 }
 
-var percentRE = regexp.MustCompile(`(\d{1,3})%`)
+var percentRE = lazyregexp.New(`(\d{1,3})%`)
 
 // cloneProgressText is what a progress line shows. On a terminal a git line with a
 // percentage becomes a bar, redrawn in place: "clone: fetch: Receiving objects
 // [=========>          ] 45% (450/1000), 1.20 MiB | 3.00 MiB/s". Elsewhere it is git's
 // own line, prefixed, which reads well in a CI log.
 func cloneProgressText(step, line string, tty bool) string {
-	m := percentRE.FindStringSubmatchIndex(line)
+	m := percentRE().FindStringSubmatchIndex(line)
 	if !tty || m == nil {
 		return "clone: " + step + ": " + line
 	}
@@ -308,7 +308,7 @@ func cloneProgressText(step, line string, tty bool) string {
 // into"), or another 10% of one.
 func cloneProgressKey(step, line string) string {
 	kind, _, _ := strings.Cut(line, ":")
-	if m := percentRE.FindStringSubmatch(line); m != nil {
+	if m := percentRE().FindStringSubmatch(line); m != nil {
 		n := 0
 		fmt.Sscan(m[1], &n)
 		return fmt.Sprintf("%s|%s|%d", step, kind, n/10)

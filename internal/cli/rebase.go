@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/stack"
 )
 
@@ -200,9 +200,9 @@ func finishRebase(ctx context.Context, d *deps, opts *rebaseOptions, rep *rebase
 }
 
 var (
-	commitLineRE = regexp.MustCompile(`(?m)^(\s*commit\s*=\s*)"[^"]*"`)
-	tagLineRE    = regexp.MustCompile(`(?m)^(\s*tag\s*=\s*)"[^"]*"`)
-	sectionRE    = regexp.MustCompile(`(?m)^\s*\[([^\]]+)\]`)
+	commitLineRE = lazyregexp.New(`(?m)^(\s*commit\s*=\s*)"[^"]*"`)
+	tagLineRE    = lazyregexp.New(`(?m)^(\s*tag\s*=\s*)"[^"]*"`)
+	sectionRE    = lazyregexp.New(`(?m)^\s*\[([^\]]+)\]`)
 )
 
 // setUpstreamCommit rewrites upstream.commit (and upstream.tag when the new base was
@@ -214,7 +214,7 @@ func setUpstreamCommit(path, commit, name string) error {
 	}
 	text := string(data)
 	start, end := -1, len(text)
-	for _, m := range sectionRE.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range sectionRE().FindAllStringSubmatchIndex(text, -1) {
 		sec := strings.TrimSpace(text[m[2]:m[3]])
 		if start >= 0 {
 			end = m[0]
@@ -228,12 +228,12 @@ func setUpstreamCommit(path, commit, name string) error {
 		return fmt.Errorf("%s has no [upstream] section; add one with commit = \"...\"", path)
 	}
 	sec := text[start:end]
-	if !commitLineRE.MatchString(sec) {
+	if !commitLineRE().MatchString(sec) {
 		return fmt.Errorf("%s: [upstream] has no commit = \"...\" line", path)
 	}
-	sec = commitLineRE.ReplaceAllString(sec, `${1}"`+commit+`"`)
-	if strings.HasPrefix(name, "v") && tagLineRE.MatchString(sec) {
-		sec = tagLineRE.ReplaceAllString(sec, `${1}"`+name+`"`)
+	sec = commitLineRE().ReplaceAllString(sec, `${1}"`+commit+`"`)
+	if strings.HasPrefix(name, "v") && tagLineRE().MatchString(sec) {
+		sec = tagLineRE().ReplaceAllString(sec, `${1}"`+name+`"`)
 	}
 	return atomicfile.WriteBytes(path, []byte(text[:start]+sec+text[end:]), atomicfile.Options{})
 }

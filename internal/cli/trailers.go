@@ -3,9 +3,9 @@ package cli
 import (
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strings"
 
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/metalcheck"
 	"github.com/mpspatch/mpspatch/verify"
@@ -42,7 +42,7 @@ func checkTrailers(s *series.Series) []string {
 	return probs
 }
 
-var defRE = regexp.MustCompile(`(?m)^def ([A-Za-z_][A-Za-z0-9_]*)\(`)
+var defRE = lazyregexp.New(`(?m)^def ([A-Za-z_][A-Za-z0-9_]*)\(`)
 
 // testDefs lists the top-level functions a suite file defines; nil when it does not exist.
 func testDefs(suites fs.FS, file string) map[string]bool {
@@ -51,7 +51,7 @@ func testDefs(suites fs.FS, file string) map[string]bool {
 		return nil
 	}
 	out := map[string]bool{}
-	for _, m := range defRE.FindAllSubmatch(data, -1) {
+	for _, m := range defRE().FindAllSubmatch(data, -1) {
 		out[string(m[1])] = true
 	}
 	return out

@@ -9,12 +9,13 @@ import (
 	"net/url"
 	"os"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 //go:embed default.toml
@@ -298,10 +299,10 @@ func joinKey(k []string) string {
 	return s
 }
 
-var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var fullSHA = lazyregexp.New(`^[0-9a-f]{40}$`)
 
 func (c Config) validate(name string) error {
-	if !fullSHA.MatchString(c.Upstream.Commit) {
+	if !fullSHA().MatchString(c.Upstream.Commit) {
 		return &Error{File: name, Key: "upstream.commit", Msg: fmt.Sprintf("want a full 40-hex commit SHA, have %q", c.Upstream.Commit)}
 	}
 	if c.Upstream.URL == "" {
@@ -333,7 +334,7 @@ func (c Config) validate(name string) error {
 
 // secretName matches variable names that hold credentials; such values come from the
 // environment, never from a file that gets committed and shared.
-var secretName = regexp.MustCompile(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
+var secretName = lazyregexp.New(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
 
 func (bc BuildCache) validate(name string) error {
 	switch bc.Tool {
@@ -354,7 +355,7 @@ func (bc BuildCache) validate(name string) error {
 		return &Error{File: name, Key: "build.cache.password_env", Msg: "set, but build.cache.remote is empty"}
 	}
 	for k := range bc.Env {
-		if secretName.MatchString(k) {
+		if secretName().MatchString(k) {
 			return &Error{File: name, Key: "build.cache.env." + k, Msg: "looks like a secret: set it in the environment mpspatch runs in, not in the config file"}
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
@@ -29,14 +29,14 @@ func (v Version) AtLeast(major, minor int) bool {
 	return v.Major > major || (v.Major == major && v.Minor >= minor)
 }
 
-var versionRE = regexp.MustCompile(`^git version (\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?`)
+var versionRE = lazyregexp.New(`^git version (\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?`)
 
 // ParseVersion reads the first line of `git --version` output: "git version 2.39.5",
 // "git version 2.39.3 (Apple Git-145)", "git version 2.45.1.windows.1".
 func ParseVersion(s string) (Version, error) {
 	line, _, _ := strings.Cut(s, "\n")
 	line = strings.TrimSpace(line)
-	m := versionRE.FindStringSubmatch(line)
+	m := versionRE().FindStringSubmatch(line)
 	if m == nil {
 		return Version{}, fmt.Errorf("parse git version: want \"git version X.Y[.Z]\", have %q", truncate(line, 80))
 	}
@@ -88,7 +88,7 @@ type CloneOptions struct {
 	Progress func(step, line string)
 }
 
-var fullSHARE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var fullSHARE = lazyregexp.New(`^[0-9a-f]{40}$`)
 
 // CloneMarker is the file, inside the clone's .git directory, that Clone writes right
 // after git init and removes when everything is checked out: a clone that holds it was
@@ -108,7 +108,7 @@ func CloneInterrupted(dir string) bool {
 // A dir holding a clone that Clone interrupted (CloneInterrupted) is resumed: the
 // objects already fetched are kept, the fetch, checkout and submodules run again.
 func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOptions) error {
-	if !fullSHARE.MatchString(commit) {
+	if !fullSHARE().MatchString(commit) {
 		return fmt.Errorf("git clone: want a full 40-hex commit SHA, have %q", commit)
 	}
 	resume := CloneInterrupted(dir)

@@ -10,9 +10,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // RemoteRef is one line of `git ls-remote`.
@@ -34,7 +35,7 @@ func (g *Git) LsRemote(ctx context.Context, url string, patterns ...string) ([]R
 			continue
 		}
 		sha, name, ok := strings.Cut(line, "\t")
-		if !ok || !fullSHARE.MatchString(sha) {
+		if !ok || !fullSHARE().MatchString(sha) {
 			return nil, fmt.Errorf("git ls-remote %s: unexpected line %q", RedactURL(url), truncate(line, 80))
 		}
 		refs = append(refs, RemoteRef{Name: name, SHA: sha})
@@ -67,7 +68,7 @@ func (g *Git) Fetch(ctx context.Context, dir, url string, commits []string, opts
 	}
 	args = append(args, "--", url)
 	for _, c := range commits {
-		if !fullSHARE.MatchString(c) {
+		if !fullSHARE().MatchString(c) {
 			return fmt.Errorf("git fetch: want a full 40-hex commit SHA, have %q", c)
 		}
 		args = append(args, "+"+c+":refs/mpspatch/"+c)
@@ -94,7 +95,7 @@ func (g *Git) FetchObjects(ctx context.Context, dir, url string, oids []string) 
 	}
 	var in bytes.Buffer
 	for _, o := range oids {
-		if !fullSHARE.MatchString(o) {
+		if !fullSHARE().MatchString(o) {
 			return fmt.Errorf("git fetch: want a full 40-hex object ID, have %q", o)
 		}
 		in.WriteString(o + "\n")
@@ -229,14 +230,14 @@ func urlErrorf(format string, args ...any) error {
 }
 
 // scpLikeRE matches ssh's scp-like addresses (git@github.com:pytorch/pytorch.git).
-var scpLikeRE = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+var scpLikeRE = lazyregexp.New(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
 
 // CheckURL accepts https://, ssh://, git://, file:// URLs and scp-like ssh addresses
 // (git@github.com:pytorch/pytorch.git); anything else (http://, ext::, a bare path) is
 // refused with a *URLError naming the URL, credentials redacted. http:// (plain text) and
 // ext:: (runs a command) are the cases this exists for.
 func CheckURL(raw string) error {
-	if scpLikeRE.MatchString(raw) {
+	if scpLikeRE().MatchString(raw) {
 		return nil
 	}
 	u, err := url.Parse(raw)

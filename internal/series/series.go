@@ -14,9 +14,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // OrderFile is the name of the file that lists the patches in apply order.
@@ -128,14 +129,10 @@ func (e *LintError) Error() string {
 // The regular expressions are compiled on first use, not at start-up: every command
 // links this package, and most (version, help, doctor) never load a series.
 var (
-	nameRE    = lazyRE(`^([0-9]{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.patch$`)
-	trailerRE = lazyRE(`^([A-Za-z][A-Za-z0-9-]*): (.*)$`)
-	testRefRE = lazyRE(`^(?:verify/suites/)?(test_[A-Za-z0-9_]+\.py|bench_[A-Za-z0-9_]+\.py)(?:::([A-Za-z_][A-Za-z0-9_]*))?$`)
+	nameRE    = lazyregexp.New(`^([0-9]{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.patch$`)
+	trailerRE = lazyregexp.New(`^([A-Za-z][A-Za-z0-9-]*): (.*)$`)
+	testRefRE = lazyregexp.New(`^(?:verify/suites/)?(test_[A-Za-z0-9_]+\.py|bench_[A-Za-z0-9_]+\.py)(?:::([A-Za-z_][A-Za-z0-9_]*))?$`)
 )
-
-func lazyRE(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
 
 // Load reads dir/series and every patch from fsys, lints them, and returns the series.
 // On any problem it returns a *LintError listing all of them (and no series).
@@ -482,9 +479,9 @@ func joinInts(v []int) string {
 }
 
 var (
-	edRE           = lazyRE(`^[0-9]+(,[0-9]+)?[acd][0-9]+(,[0-9]+)?$`)
-	contextRE      = lazyRE(`^\*\*\* [0-9]+(,[0-9]+)? \*\*\*\*$`)
-	parseErrLineRE = lazyRE(`line (\d+)`)
+	edRE           = lazyregexp.New(`^[0-9]+(,[0-9]+)?[acd][0-9]+(,[0-9]+)?$`)
+	contextRE      = lazyregexp.New(`^\*\*\* [0-9]+(,[0-9]+)? \*\*\*\*$`)
+	parseErrLineRE = lazyregexp.New(`line (\d+)`)
 )
 
 func edStyleLine(raw []byte) int     { return firstMatchingLine(raw, edRE()) }

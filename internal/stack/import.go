@@ -7,20 +7,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing/fstest"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/series"
 )
 
 var (
-	anyFromRE     = regexp.MustCompile(`^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
-	signatureRE   = regexp.MustCompile(`\n-- \n[^\n]*\n(?:\n)*$`)
-	shortIndexRE  = regexp.MustCompile(`(?m)^index [0-9a-f]{1,39}\.\.[0-9a-f]{1,39}`)
-	subjectLineRE = regexp.MustCompile(`(?m)^Subject: .*\n(?:[ \t].*\n)*`)
+	anyFromRE     = lazyregexp.New(`^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
+	signatureRE   = lazyregexp.New(`\n-- \n[^\n]*\n(?:\n)*$`)
+	shortIndexRE  = lazyregexp.New(`(?m)^index [0-9a-f]{1,39}\.\.[0-9a-f]{1,39}`)
+	subjectLineRE = lazyregexp.New(`(?m)^Subject: .*\n(?:[ \t].*\n)*`)
 )
 
 // Mail is one patch mail read by ReadMails, with where it came from.
@@ -95,7 +95,7 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	if !bytes.Equal(out, raw) {
 		notes = append(notes, "CRLF line ends made LF")
 	}
-	if loc := anyFromRE.FindIndex(out); loc != nil && loc[0] == 0 {
+	if loc := anyFromRE().FindIndex(out); loc != nil && loc[0] == 0 {
 		if !bytes.HasPrefix(out, []byte(zeroFrom)) {
 			notes = append(notes, "commit SHA on the From line replaced by zeros")
 			out = append([]byte(zeroFrom), out[loc[1]:]...)
@@ -109,7 +109,7 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 		return nil, "", nil, err
 	}
 	parts, _ := splitMail(out)
-	if loc := subjectLineRE.FindIndex(parts.header); loc != nil {
+	if loc := subjectLineRE().FindIndex(parts.header); loc != nil {
 		old := string(parts.header[loc[0]:loc[1]])
 		enc := mm.Subject
 		if !isASCII(enc) {
@@ -126,11 +126,11 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 		}
 	}
 	out = parts.bytes()
-	if loc := signatureRE.FindIndex(out); loc != nil {
+	if loc := signatureRE().FindIndex(out); loc != nil {
 		notes = append(notes, "signature removed")
 		out = append(out[:loc[0]:loc[0]], '\n')
 	}
-	if shortIndexRE.Match(out) {
+	if shortIndexRE().Match(out) {
 		notes = append(notes, "index lines carry abbreviated blob IDs (apply --commit and export to get full ones)")
 	}
 	return out, mm.Subject, notes, nil

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"mime"
 	"net/mail"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // TrailerKey is the commit trailer that records which series entry a commit came from
@@ -17,17 +18,17 @@ const TrailerKey = "Series-Id"
 
 var (
 	// mboxFromRE is the separator line git format-patch writes before every mail.
-	mboxFromRE = regexp.MustCompile(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
+	mboxFromRE = lazyregexp.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
 	zeroFrom   = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-	seriesIDRE = regexp.MustCompile(`^` + TrailerKey + `: ([0-9]{4})$`)
-	trailerRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*: `)
-	prefixRE   = regexp.MustCompile(`^\[[^\]]*PATCH[^\]]*\]\s*`)
+	seriesIDRE = lazyregexp.New(`^` + TrailerKey + `: ([0-9]{4})$`)
+	trailerRE  = lazyregexp.New(`^[A-Za-z][A-Za-z0-9-]*: `)
+	prefixRE   = lazyregexp.New(`^\[[^\]]*PATCH[^\]]*\]\s*`)
 )
 
 // splitMbox cuts an mbox written by git format-patch into its mails, each starting with
 // its `From <sha> ...` line. Bytes before the first separator are ignored.
 func splitMbox(data []byte) [][]byte {
-	locs := mboxFromRE.FindAllIndex(data, -1)
+	locs := mboxFromRE().FindAllIndex(data, -1)
 	var out [][]byte
 	for i, loc := range locs {
 		end := len(data)
@@ -117,7 +118,7 @@ func stripSeriesID(body []byte) ([]byte, int) {
 		if l == "" {
 			break
 		}
-		m := seriesIDRE.FindStringSubmatch(l)
+		m := seriesIDRE().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -145,7 +146,7 @@ func addSeriesID(msg string, id int) string {
 		lastPara := paras[len(paras)-1]
 		allTrailers := lastPara != ""
 		for _, l := range strings.Split(lastPara, "\n") {
-			if !trailerRE.MatchString(l) {
+			if !trailerRE().MatchString(l) {
 				allTrailers = false
 				break
 			}
@@ -182,7 +183,7 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if dec, err := wordDecoder.DecodeHeader(subj); err == nil {
 		subj = dec
 	}
-	mm.Subject = prefixRE.ReplaceAllString(subj, "")
+	mm.Subject = prefixRE().ReplaceAllString(subj, "")
 	if mm.Subject == "" {
 		return mm, fmt.Errorf("empty Subject: header")
 	}

@@ -6,11 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/series"
 )
 
@@ -18,9 +18,9 @@ import (
 // patches that were deleted, which are never given to a new patch.
 //
 //	# retired: 0004 0011
-var retiredRE = regexp.MustCompile(`^#\s*retired:\s*(.*)$`)
+var retiredRE = lazyregexp.New(`^#\s*retired:\s*(.*)$`)
 
-var patchNameRE = regexp.MustCompile(`^([0-9]{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.patch$`)
+var patchNameRE = lazyregexp.New(`^([0-9]{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.patch$`)
 
 // seriesDir is what a series directory holds, as far as export and import care.
 type seriesDir struct {
@@ -63,7 +63,7 @@ func readSeriesDir(dir string) (*seriesDir, error) {
 	inHeader := true
 	for n, line := range strings.Split(string(order), "\n") {
 		text := strings.TrimSpace(line)
-		if m := retiredRE.FindStringSubmatch(text); m != nil {
+		if m := retiredRE().FindStringSubmatch(text); m != nil {
 			for _, f := range strings.Fields(m[1]) {
 				id, err := strconv.Atoi(f)
 				if err != nil || len(f) != 4 {
@@ -89,7 +89,7 @@ func readSeriesDir(dir string) (*seriesDir, error) {
 }
 
 func patchID(name string) (int, bool) {
-	m := patchNameRE.FindStringSubmatch(name)
+	m := patchNameRE().FindStringSubmatch(name)
 	if m == nil {
 		return 0, false
 	}

@@ -3,12 +3,12 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/mpspatch/mpspatch/internal/gitcli"
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // Tag is an upstream release tag.
@@ -17,12 +17,12 @@ type Tag struct {
 	Commit string `json:"commit"`
 }
 
-var releaseRE = regexp.MustCompile(`^v(\d{1,6})\.(\d{1,6})\.(\d{1,6})$`)
+var releaseRE = lazyregexp.New(`^v(\d{1,6})\.(\d{1,6})\.(\d{1,6})$`)
 
 // releaseVersion parses "v2.9.1"; ok is false for anything else (release candidates,
 // ciflow/ tags and the like are not releases).
 func releaseVersion(tag string) ([3]int, bool) {
-	m := releaseRE.FindStringSubmatch(tag)
+	m := releaseRE().FindStringSubmatch(tag)
 	if m == nil {
 		return [3]int{}, false
 	}

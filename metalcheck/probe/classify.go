@@ -2,11 +2,12 @@ package probe
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // Class is how a probe child ended.
@@ -58,8 +59,8 @@ type StderrSigns struct {
 }
 
 var (
-	goSignalHeader = regexp.MustCompile(`^(SIG[A-Z]+[0-9]*): `)
-	goSignalInline = regexp.MustCompile(`^\[signal (SIG[A-Z]+[0-9]*)\b`)
+	goSignalHeader = lazyregexp.New(`^(SIG[A-Z]+[0-9]*): `)
+	goSignalInline = lazyregexp.New(`^\[signal (SIG[A-Z]+[0-9]*)\b`)
 )
 
 // Observe updates the signs with one stderr line.
@@ -77,9 +78,9 @@ func (s *StderrSigns) Observe(line string) {
 		s.Fatal = line
 	}
 	if s.Signal == "" {
-		if m := goSignalHeader.FindStringSubmatch(line); m != nil {
+		if m := goSignalHeader().FindStringSubmatch(line); m != nil {
 			s.Signal, s.SignalLine = m[1], line
-		} else if m := goSignalInline.FindStringSubmatch(line); m != nil {
+		} else if m := goSignalInline().FindStringSubmatch(line); m != nil {
 			s.Signal, s.SignalLine = m[1], line
 		}
 	}

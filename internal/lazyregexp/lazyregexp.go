@@ -1,0 +1,16 @@
+// Package lazyregexp compiles a package-level regular expression on first use instead of at
+// start-up. Every mpspatch command links every package, so a regexp.MustCompile in a
+// package's variables costs `mpspatch version` as much as the command that needs it.
+package lazyregexp
+
+import (
+	"regexp"
+	"sync"
+)
+
+// New returns a function that compiles expr the first time it is called (panicking, as
+// regexp.MustCompile does, on a bad expression) and returns the same *Regexp after that.
+// Safe for concurrent use.
+func New(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
