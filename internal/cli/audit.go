@@ -68,17 +68,9 @@ Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
 }
 
 func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
-	format := opts.format
-	switch {
-	case format == "" && d.global.json:
-		format = "json"
-	case format == "":
-		format = "text"
-	}
-	switch format {
-	case "text", "json", "sarif":
-	default:
-		return usageErrorf("--format %q: want text, json or sarif", opts.format)
+	format, err := d.outputFormat(opts.format, "text", "json", "sarif")
+	if err != nil {
+		return err
 	}
 	if opts.workers < 0 {
 		return usageErrorf("--workers %d: must not be negative", opts.workers)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -123,6 +124,22 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	)
 	wireCompletionAndPaths(root)
 	return root
+}
+
+// outputFormat resolves a command's --format flag: the value given, else json under
+// --json, else text; anything outside allowed is a usage error naming the choices.
+func (d *deps) outputFormat(flag string, allowed ...string) (string, error) {
+	format := flag
+	switch {
+	case format == "" && d.global.json:
+		format = "json"
+	case format == "":
+		format = "text"
+	}
+	if !slices.Contains(allowed, format) {
+		return "", usageErrorf("--format %q: want %s", flag, strings.Join(allowed[:len(allowed)-1], ", ")+" or "+allowed[len(allowed)-1])
+	}
+	return format, nil
 }
 
 // NewRootCommand returns the whole command tree, bound to the process's own streams, for

@@ -114,15 +114,9 @@ when that is set). The exit code is the first failing stage's code.`,
 }
 
 func runRun(ctx context.Context, d *deps, opts *runOptions) error {
-	format := opts.format
-	switch {
-	case format == "" && d.global.json:
-		format = "json"
-	case format == "":
-		format = "text"
-	}
-	if !slices.Contains([]string{"text", "json", "markdown"}, format) {
-		return usageErrorf("--format %q: want text, json or markdown", opts.format)
+	format, err := d.outputFormat(opts.format, "text", "json", "markdown")
+	if err != nil {
+		return err
 	}
 	for _, s := range []string{opts.from, opts.until} {
 		if s != "" && !slices.Contains(runStages, s) {

@@ -197,13 +197,18 @@ func (g *Git) Unmerged(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
+	return splitNUL(out), nil
+}
+
+// splitNUL splits git's -z output into its non-empty fields.
+func splitNUL(out []byte) []string {
+	var fields []string
 	for _, p := range bytes.Split(out, []byte{0}) {
 		if len(p) > 0 {
-			paths = append(paths, string(p))
+			fields = append(fields, string(p))
 		}
 	}
-	return paths, nil
+	return fields
 }
 
 // HasStagedChanges says whether the index differs from HEAD.
@@ -330,13 +335,7 @@ func (g *Git) Untracked(ctx context.Context, dir string, paths []string) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	var res []string
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) > 0 {
-			res = append(res, string(p))
-		}
-	}
-	return res, nil
+	return splitNUL(out), nil
 }
 
 // SetHead detaches HEAD at commit without touching index or work tree

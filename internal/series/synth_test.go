@@ -3,12 +3,13 @@ package series
 import (
 	"bufio"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mpspatch/mpspatch/internal/synthtree"
 )
 
 // The synthetic tree stands in for a PyTorch checkout in the apply benchmark: tens of
@@ -23,99 +24,6 @@ const synthMPSDir = "aten/src/ATen/mps"
 var synthMPSFiles = []string{
 	"MPSStream.mm", "MPSAllocator.mm", "MPSDevice.mm", "MPSEvent.mm", "MPSGuardImpl.mm",
 	"MPSProfiler.mm", "MPSHooks.mm", "MPSGeneratorImpl.mm", "MPSGraphCache.mm", "MPSLibrary.mm",
-}
-
-// synthDirs is PyTorch's shape: where files go, and what they are called.
-var synthDirs = []struct {
-	dir string
-	ext []string
-}{
-	{"aten/src/ATen/native", []string{".cpp", ".h"}},
-	{"aten/src/ATen/native/cpu", []string{".cpp", ".h"}},
-	{"aten/src/ATen/native/cuda", []string{".cu", ".cuh", ".cpp"}},
-	{"aten/src/ATen/native/mps/operations", []string{".mm"}},
-	{"aten/src/ATen/native/mps/kernels", []string{".metal", ".h"}},
-	{"aten/src/ATen/native/quantized/cpu", []string{".cpp", ".h"}},
-	{"aten/src/ATen/native/sparse", []string{".cpp"}},
-	{"aten/src/ATen/native/nested", []string{".cpp"}},
-	{"aten/src/ATen/native/transformers/cuda", []string{".cu", ".h"}},
-	{"aten/src/ATen/native/mkldnn", []string{".cpp"}},
-	{"aten/src/ATen/core", []string{".h", ".cpp"}},
-	{"aten/src/ATen/cuda", []string{".h", ".cpp"}},
-	{"aten/src/ATen/functorch", []string{".cpp", ".h"}},
-	{"aten/src/ATen/ops", []string{".h"}},
-	{"c10/core/impl", []string{".h", ".cpp"}},
-	{"c10/util", []string{".h", ".cpp"}},
-	{"c10/cuda", []string{".h", ".cpp"}},
-	{"c10/test/util", []string{".cpp"}},
-	{"torch/csrc/autograd/generated", []string{".cpp", ".h"}},
-	{"torch/csrc/autograd/functions", []string{".cpp", ".h"}},
-	{"torch/csrc/jit/ir", []string{".cpp", ".h"}},
-	{"torch/csrc/jit/passes", []string{".cpp", ".h"}},
-	{"torch/csrc/jit/runtime", []string{".cpp", ".h"}},
-	{"torch/csrc/distributed/c10d", []string{".cpp", ".hpp"}},
-	{"torch/csrc/api/include/torch/nn/modules", []string{".h"}},
-	{"torch/csrc/inductor/aoti_runtime", []string{".h", ".cpp"}},
-	{"torch/csrc/profiler/standalone", []string{".cpp"}},
-	{"torch/nn/modules", []string{".py"}},
-	{"torch/_inductor/codegen", []string{".py"}},
-	{"torch/_dynamo/variables", []string{".py"}},
-	{"torch/distributed/fsdp", []string{".py"}},
-	{"torch/testing/_internal", []string{".py"}},
-	{"third_party/pybind11/include/pybind11/detail", []string{".h"}},
-	{"third_party/fmt/include/fmt", []string{".h"}},
-	{"third_party/protobuf/src/google/protobuf/compiler/cpp", []string{".cc", ".h"}},
-	{"third_party/onnx/onnx/defs/math", []string{".cc", ".h"}},
-	{"third_party/kineto/libkineto/src", []string{".cpp", ".h"}},
-	{"third_party/XNNPACK/src/f32-gemm/gen", []string{".c"}},
-	{"third_party/sleef/src/libm", []string{".c", ".h"}},
-	{"third_party/googletest/googletest/src", []string{".cc"}},
-	{"third_party/fbgemm/src", []string{".cc", ".h"}},
-	{"test/inductor", []string{".py"}},
-	{"test/distributed/fsdp", []string{".py"}},
-	{"tools/autograd/templates", []string{".cpp", ".h"}},
-	{"benchmarks/operator_benchmark/pt", []string{".py"}},
-	{"docs/source/notes", []string{".rst"}},
-}
-
-// synthWords feed the line generator.
-var synthWords = []string{
-	"Tensor", "self", "other", "out", "stride", "size", "dtype", "device", "kernel", "stream",
-	"buffer", "graph", "cache", "mutex", "lock", "queue", "encoder", "result", "index", "dim",
-	"scalar", "storage", "options", "impl", "context", "handle", "grad", "input", "weight", "bias",
-}
-
-// synthLinePool is a fixed set of C++-looking lines that files are assembled from.
-func synthLinePool(rng *rand.Rand) []string {
-	w := func() string { return synthWords[rng.Intn(len(synthWords))] }
-	pool := make([]string, 0, 4096)
-	for len(pool) < cap(pool) {
-		var l string
-		switch rng.Intn(10) {
-		case 0:
-			l = fmt.Sprintf("// %s: %s the %s of %s before %s.", w(), w(), w(), w(), w())
-		case 1:
-			l = fmt.Sprintf("%s %s_%s(const %s& %s, int64_t %s) {", w(), w(), w(), w(), w(), w())
-		case 2:
-			l = "}"
-		case 3:
-			l = fmt.Sprintf("  auto %s_%d = %s.%s(%s);", w(), rng.Intn(100), w(), w(), w())
-		case 4:
-			l = fmt.Sprintf("  if (%s.%s() != %s) {", w(), w(), w())
-		case 5:
-			l = fmt.Sprintf("    TORCH_CHECK(%s.%s() == %d, \"%s must be %s\");", w(), w(), rng.Intn(8), w(), w())
-		case 6:
-			l = fmt.Sprintf("  return %s_%s(%s, %s);", w(), w(), w(), w())
-		case 7:
-			l = ""
-		case 8:
-			l = fmt.Sprintf("#include <ATen/%s/%s.h>", w(), w())
-		default:
-			l = fmt.Sprintf("  for (int64_t i = 0; i < %s.%s(); ++i) { %s[i] += %s[i]; }", w(), w(), w(), w())
-		}
-		pool = append(pool, l)
-	}
-	return pool
 }
 
 // synthMPSFile is one of the ten patched files: ~2,000 lines, every one distinct (so the
@@ -179,8 +87,6 @@ type synthTree struct {
 // subdirectories once a directory would hold more than 100 files.
 func makeSynthTree(tb testing.TB, dir string, nfiles int, total int64, mps map[string]string) synthTree {
 	tb.Helper()
-	rng := rand.New(rand.NewSource(20251214))
-	pool := synthLinePool(rng)
 	st := synthTree{dir: dir}
 	write := func(rel string, data []byte) {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -198,31 +104,12 @@ func makeSynthTree(tb testing.TB, dir string, nfiles int, total int64, mps map[s
 		write(rel, []byte(content))
 		mpsBytes += int64(len(content))
 	}
-	rest := nfiles - len(mps)
-	if rest <= 0 {
-		return st
+	filler, err := synthtree.WriteFiller(dir, nfiles-len(mps), total-mpsBytes)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	avg := (total - mpsBytes) / int64(rest)
-	perDir := (rest + len(synthDirs) - 1) / len(synthDirs)
-	buf := make([]byte, 0, 4*avg)
-	for i := 0; i < rest; i++ {
-		d := synthDirs[i%len(synthDirs)]
-		k := i / len(synthDirs) // index of the file within its directory
-		sub := d.dir
-		if perDir > 100 {
-			sub = fmt.Sprintf("%s/part%02d", d.dir, k/100)
-		}
-		rel := fmt.Sprintf("%s/%s_%s%d%s", sub, synthWords[k%len(synthWords)], synthWords[(k/7)%len(synthWords)], k, d.ext[k%len(d.ext)])
-		// Sizes spread from a quarter to nearly twice the average, mean avg.
-		size := avg/4 + rng.Int63n(avg*3/2+1)
-		buf = buf[:0]
-		buf = fmt.Appendf(buf, "// %s (synthetic)\n", rel)
-		for int64(len(buf)) < size {
-			buf = append(buf, pool[rng.Intn(len(pool))]...)
-			buf = append(buf, '\n')
-		}
-		write(rel, buf)
-	}
+	st.files += filler.Files
+	st.bytes += filler.Bytes
 	return st
 }
 

@@ -131,36 +131,42 @@ func functionsIn(lines int) int { return (lines - 6) / 6 }
 // than 100 files).
 func Write(dir string, spec Spec) (Tree, error) {
 	spec = spec.withDefaults()
-	rng := rand.New(rand.NewSource(20251214))
-	pool := linePool(rng)
 	t := Tree{Dir: dir}
-	write := func(rel string, data []byte) error {
+	for i := 0; i < spec.MPS; i++ {
+		rel := mpsName(i)
+		data := []byte(strings.Join(mpsLines(i, spec.Lines), "\n") + "\n")
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
+			return t, err
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return err
+			return t, err
 		}
 		t.Files++
 		t.Bytes += int64(len(data))
-		return nil
-	}
-	for i := 0; i < spec.MPS; i++ {
-		rel := mpsName(i)
-		if err := write(rel, []byte(strings.Join(mpsLines(i, spec.Lines), "\n")+"\n")); err != nil {
-			return t, err
-		}
 		t.MPS = append(t.MPS, rel)
 	}
-	rest := spec.Files - spec.MPS
-	if rest <= 0 {
+	filler, err := WriteFiller(dir, spec.Files-spec.MPS, spec.Bytes-t.Bytes)
+	t.Files += filler.Files
+	t.Bytes += filler.Bytes
+	return t, err
+}
+
+// WriteFiller writes n files of about total bytes in all under dir, spread over
+// PyTorch-shaped directories (nested once a directory would hold more than 100 files):
+// the bulk of a synthetic tree, which no patch touches. Benchmarks that write their own
+// patched files call it for the rest.
+func WriteFiller(dir string, n int, total int64) (Tree, error) {
+	t := Tree{Dir: dir}
+	if n <= 0 {
 		return t, nil
 	}
-	avg := max((spec.Bytes-t.Bytes)/int64(rest), 64)
-	perDir := (rest + len(dirs) - 1) / len(dirs)
+	rng := rand.New(rand.NewSource(20251214))
+	pool := linePool(rng)
+	avg := max(total/int64(n), 64)
+	perDir := (n + len(dirs) - 1) / len(dirs)
 	buf := make([]byte, 0, 4*avg)
-	for i := 0; i < rest; i++ {
+	for i := 0; i < n; i++ {
 		d := dirs[i%len(dirs)]
 		k := i / len(dirs)
 		sub := d.dir
@@ -174,9 +180,15 @@ func Write(dir string, spec Spec) (Tree, error) {
 			buf = append(buf, pool[rng.Intn(len(pool))]...)
 			buf = append(buf, '\n')
 		}
-		if err := write(rel, buf); err != nil {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return t, err
 		}
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			return t, err
+		}
+		t.Files++
+		t.Bytes += int64(len(buf))
 	}
 	return t, nil
 }
