@@ -468,6 +468,10 @@ func (r *runner) sub(ctx context.Context, log io.Writer, v any, args ...string) 
 }
 
 func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string) error {
+	name := args[0]
+	if name == "--json" && len(args) > 1 {
+		name = args[1]
+	}
 	if r.d.global.configPath != "" {
 		args = append([]string{"--config", r.d.global.configPath}, args...)
 	}
@@ -480,14 +484,7 @@ func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	cmd := args[0]
-	if cmd == "--config" {
-		cmd = args[2]
-	}
-	if cmd == "--json" {
-		cmd = args[1]
-	}
-	return withCode(code, fmt.Errorf("mpspatch %s failed (exit %d)%s", cmd, code, lastErrorLine(log)))
+	return withCode(code, fmt.Errorf("mpspatch %s failed (exit %d)%s", name, code, lastErrorLine(log)))
 }
 
 // lastErrorLine returns ": <the last 'mpspatch: ...' line>" of a log, when the log is a

@@ -281,6 +281,10 @@ func TestRunFailureStopsWithTheStageCodeAndMarkdownSummary(t *testing.T) {
 	if have != "clone=ran apply=ran audit=ran build=failed probe=not-reached verify=not-reached" || rep.Code != ExitBuildFailed {
 		t.Fatalf("have %s, code %d", have, rep.Code)
 	}
+	// The reason names the command that failed and quotes its error line from the log.
+	if why := rep.Stages[3].Reason; !strings.HasPrefix(why, "mpspatch build failed (exit 4): ") {
+		t.Errorf("build's reason: %q", why)
+	}
 	md, err := os.ReadFile(summary)
 	if err != nil {
 		t.Fatal(err)
