@@ -90,13 +90,24 @@ release-check:
 	echo "$$out" | grep -q '"series_hash": "[0-9a-f]\{64\}"' || { echo "release-check: no series hash: $$out"; exit 1; }; \
 	echo "release-check: ok ($$plat)"
 
-## fuzz: run every Fuzz target briefly; a panic on any input fails the build.
+## fuzz: run every Fuzz target briefly; a panic on any input fails the build. A failing
+## input is saved under the package's testdata/fuzz/ and replayed by `go test -run FuzzX`:
+## when a run fails, its output is shown and the target is replayed; a failure that left no
+## failing input behind (the fuzzing engine's own trouble on a loaded machine: a worker
+## that did not answer in time) is reported, run once more, and fails only if it recurs.
 fuzz:
-	@set -e; for pkg in $$($(GO) list -f '{{.Dir}}' $(PKGS)); do \
+	@set -e; out=$$(mktemp); trap 'rm -f $$out' EXIT; \
+	for pkg in $$($(GO) list -f '{{.Dir}}' $(PKGS)); do \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$pkg/*_test.go 2>/dev/null | sed 's/func //'); do \
 	    echo "fuzz $$f ($${pkg#$(CURDIR)/})"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null || \
-	      { $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; exit 1; }; \
+	    if $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >$$out 2>&1; then continue; fi; \
+	    cat $$out; \
+	    if ls $$pkg/testdata/fuzz/$$f/* >/dev/null 2>&1 && ! git ls-files --error-unmatch $$pkg/testdata/fuzz/$$f/* >/dev/null 2>&1; then \
+	      echo "fuzz $$f: a failing input was saved under $${pkg#$(CURDIR)/}/testdata/fuzz/$$f"; exit 1; \
+	    fi; \
+	    $(GO) test -count=1 -run="^$$f$$" $$pkg; \
+	    echo "fuzz $$f: the run failed with no failing input saved; running it once more"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
 	done
 
