@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/gitcli"
 )
 
 // runFixture is a local upstream holding a stand-in PyTorch tree, a one-patch series
@@ -42,16 +44,12 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// isolateGitEnv keeps the machine's git configuration and identity out of a test.
+// isolateGitEnv keeps the machine's git configuration and identity out of a test: the
+// process environment becomes gitcli's deterministic one (Main runs in-process, and the
+// git it starts inherits the environment).
 func isolateGitEnv(t *testing.T) {
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, ".gitconfig"),
-		"GIT_AUTHOR_NAME": "Patch Author", "GIT_AUTHOR_EMAIL": "author@example.com",
-		"GIT_COMMITTER_NAME": "Patch Author", "GIT_COMMITTER_EMAIL": "author@example.com",
-		"GIT_AUTHOR_DATE": "2025-01-02T03:04:05+00:00", "GIT_COMMITTER_DATE": "2025-01-02T03:04:05+00:00",
-	} {
+	for _, kv := range gitcli.DeterministicEnv(t.TempDir()) {
+		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/flock"
 )
 
 // lockTree takes an advisory lock (flock) on the tree's root directory: exclusive for a
@@ -20,24 +21,13 @@ func lockTree(root *os.Root, exclusive bool, wait time.Duration) (func(), error)
 	if err != nil {
 		return nil, fmt.Errorf("lock the tree: %w", err)
 	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
+	switch err := flock.Acquire(f.Fd(), exclusive, wait); {
+	case errors.Is(err, flock.ErrBusy):
+		f.Close()
+		return nil, ErrBusy
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("lock the tree: %w", err)
 	}
-	deadline := time.Now().Add(wait)
-	for delay := time.Millisecond; ; delay = min(2*delay, 10*time.Millisecond) {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock the tree: %w", err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, ErrBusy
-		}
-		time.Sleep(delay)
-	}
+	return func() { f.Close() }, nil
 }

@@ -5,7 +5,8 @@ package upstream
 import (
 	"fmt"
 	"os"
-	"syscall"
+
+	"github.com/mpspatch/mpspatch/internal/flock"
 )
 
 // fileLock is an advisory lock on a file (flock): released when the process dies, so a
@@ -17,17 +18,7 @@ func lockFile(path string, exclusive bool) (*fileLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := flock.Acquire(f.Fd(), exclusive, -1); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -36,7 +27,7 @@ func lockFile(path string, exclusive bool) (*fileLock, error) {
 
 func (l *fileLock) unlock() {
 	if l != nil && l.f != nil {
-		syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+		flock.Release(l.f.Fd())
 		l.f.Close()
 	}
 }
