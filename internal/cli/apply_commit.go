@@ -29,6 +29,9 @@ func runApplyCommit(ctx context.Context, d *deps, opts *applyOptions, s *series.
 	if opts.dryRun {
 		return usageErrorf("apply: --commit and --dry-run do not go together (check --tree computes without writing)")
 	}
+	if err := requireCheckout(ctx, opts.tree, "apply --commit"); err != nil {
+		return err
+	}
 	p := d.printer()
 	p.Progressf("apply --commit: series %s, %s, tree %s, branch %s", s.Source, plural(len(s.Patches), "patch"), opts.tree, opts.branch)
 	var intents []intentReport

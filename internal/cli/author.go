@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -14,6 +16,17 @@ import (
 // authorGit is the git the author commands run: the user's, in the user's environment
 // (export pins every setting that changes its output itself).
 func authorGit() *gitcli.Git { return &gitcli.Git{} }
+
+// requireCheckout refuses, as a usage error, a tree that is not a git checkout: the author
+// commands work on commits, and git's own "not a git repository" deep in a failed
+// rev-list says neither what was expected nor how to get it.
+func requireCheckout(ctx context.Context, tree, verb string) error {
+	if _, err := authorGit().HeadCommit(ctx, tree); errors.Is(err, gitcli.ErrNotRepository) {
+		return usageErrorf("%s: %s is not a git checkout; %s works on the series as commits, which "+
+			"`mpspatch apply --commit` makes in a clone (`mpspatch clone --dir DIR --full`)", verb, tree, verb)
+	}
+	return nil
+}
 
 // seriesDirFor says which series directory an author command writes: --patches, else
 // the config's patches.dir. The embedded series cannot be written.

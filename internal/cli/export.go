@@ -54,6 +54,9 @@ func runExport(ctx context.Context, d *deps, opts *exportOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := requireCheckout(ctx, opts.tree, "export"); err != nil {
+		return err
+	}
 	dir, err := d.seriesDirFor(&opts.treeOptions, "export")
 	if err != nil {
 		return err

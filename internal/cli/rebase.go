@@ -109,6 +109,9 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 		return err
 	}
 	defer root.Close()
+	if err := requireCheckout(ctx, opts.tree, "rebase"); err != nil {
+		return err
+	}
 	g := authorGit()
 	sopts := stack.RebaseOptions{Tree: opts.tree, Onto: opts.onto, Intents: intentChecker, SkipIntents: opts.noIntents}
 	if dir, err := d.seriesDirFor(&opts.treeOptions, "rebase"); err == nil && isDir(dir) {

@@ -50,3 +50,18 @@ func TestSetUpstreamCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorCommandsRefuseATreeThatIsNotACheckout: the author commands work on commits; a
+// plain directory is a usage error that says what they need, not git's own message.
+func TestAuthorCommandsRefuseATreeThatIsNotACheckout(t *testing.T) {
+	tree := t.TempDir()
+	patches := filepath.Join(t.TempDir(), "patches")
+	if err := os.MkdirAll(patches, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, []mainCase{
+		{"export", []string{"export", "--tree", tree, "--patches", patches}, ExitUsage, "", "export: " + tree + " is not a git checkout"},
+		{"rebase", []string{"rebase", "--onto", "v2.10.0", "--tree", tree, "--patches", patches}, ExitUsage, "", "rebase: " + tree + " is not a git checkout"},
+		{"apply --commit", []string{"apply", "--commit", "--tree", tree}, ExitUsage, "", "apply --commit: " + tree + " is not a git checkout"},
+	})
+}
