@@ -113,7 +113,14 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 		return err
 	}
 	g := authorGit()
-	sopts := stack.RebaseOptions{Tree: opts.tree, Onto: opts.onto, Intents: intentChecker, SkipIntents: opts.noIntents}
+	sopts := stack.RebaseOptions{Tree: opts.tree, Onto: opts.onto, Intents: intentChecker, SkipIntents: opts.noIntents,
+		Progress: func(done, total int, out stack.PatchOutcome) {
+			what := out.Outcome
+			if out.Offset != 0 {
+				what = fmt.Sprintf("%s %+d", what, out.Offset)
+			}
+			p.Progressf("rebase: [%d/%d] %s: %s", done, total, out.Name, what)
+		}}
 	if dir, err := d.seriesDirFor(&opts.treeOptions, "rebase"); err == nil && isDir(dir) {
 		sopts.SeriesDir = dir
 	}

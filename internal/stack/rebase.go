@@ -103,6 +103,9 @@ type RebaseOptions struct {
 	// earlier export wrote for them (as export matches them); the rebased commits then
 	// carry the trailer.
 	SeriesDir string
+	// Progress, when set, is told each patch's outcome as the rebase moves past it: done
+	// of total patches. A rebase of a large tree takes a while; the CLI shows these.
+	Progress func(done, total int, out PatchOutcome)
 }
 
 // ErrUnresolved is wrapped by Continue's refusals while the stop is not resolved.
@@ -580,6 +583,9 @@ func (r *rebaser) advance(out PatchOutcome) error {
 		return err
 	}
 	crashpoint("advanced")
+	if r.opts.Progress != nil {
+		r.opts.Progress(st.Next, len(r.pats), out)
+	}
 	return nil
 }
 
