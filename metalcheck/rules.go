@@ -384,14 +384,7 @@ func (m *fileModel) fastPathNames(sc, at int32, f *function) []string {
 		if !enclosing || !m.is(cl+1, "{") || m.match[cl+1] <= cl+1 || m.match[cl+1] > at {
 			continue
 		}
-		returns := false
-		for k := cl + 2; k < m.match[cl+1]; k++ {
-			if m.is(k, "return") {
-				returns = true
-				break
-			}
-		}
-		if !returns {
+		if !m.hasToken(cl+2, m.match[cl+1], "return") {
 			continue
 		}
 		for k := i + 2; k < cl; k++ {
@@ -533,14 +526,7 @@ func (m *fileModel) gpuWait(i int32, fx *facts) {
 		if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
 			return
 		}
-		wait := false
-		for k := i + 2; k < m.match[i+1]; k++ {
-			if m.is(k, "COMMIT_AND_WAIT") {
-				wait = true
-				break
-			}
-		}
-		if !wait {
+		if !m.hasToken(i+2, m.match[i+1], "COMMIT_AND_WAIT") {
 			return
 		}
 	case name == "commitAndWait":
@@ -1097,4 +1083,14 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		return f, true
 	}
 	return f, false
+}
+
+// hasToken says whether any token in [from, to) is word.
+func (m *fileModel) hasToken(from, to int32, word string) bool {
+	for k := from; k < to; k++ {
+		if m.is(k, word) {
+			return true
+		}
+	}
+	return false
 }
