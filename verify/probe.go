@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -155,29 +154,6 @@ func ProbeLogged(ctx context.Context, python, target, device, logPath string) (E
 		env.DeviceName = p.CUDAName
 	}
 	return env, nil
-}
-
-// CheckTree warns when the torch an interpreter loads is not the one built in tree: the
-// seeds lost a day to suites that ran against stock torch while the patched build sat unused.
-func (e *Env) CheckTree(tree string) {
-	if tree == "" || e.TorchPath == "" {
-		return
-	}
-	abs, err := filepath.Abs(tree)
-	if err != nil {
-		return
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	tp := e.TorchPath
-	if real, err := filepath.EvalSymlinks(tp); err == nil {
-		tp = real
-	}
-	if rel, err := filepath.Rel(abs, tp); err != nil || strings.HasPrefix(rel, "..") {
-		e.Warnings = append(e.Warnings, fmt.Sprintf(
-			"torch is loaded from %s, not from the tree %s: this run does not verify that build", e.TorchPath, tree))
-	}
 }
 
 func contains(list []string, s string) bool {

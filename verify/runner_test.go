@@ -285,25 +285,6 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-func TestCheckTree(t *testing.T) {
-	tree := t.TempDir()
-	for _, tc := range []struct {
-		name, torchPath string
-		wantWarn        bool
-	}{
-		{"inside", filepath.Join(tree, "torch", "__init__.py"), false},
-		{"elsewhere", "/usr/lib/python3/dist-packages/torch/__init__.py", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := Env{TorchPath: tc.torchPath}
-			e.CheckTree(tree)
-			if have := len(e.Warnings) > 0; have != tc.wantWarn {
-				t.Errorf("warned %v, want %v: %v", have, tc.wantWarn, e.Warnings)
-			}
-		})
-	}
-}
-
 func TestSelectSuites(t *testing.T) {
 	all := []string{"test_linear.py", "test_models.py", "test_raw_ops.py"}
 	for _, tc := range []struct {
