@@ -47,8 +47,14 @@ func TestBlockingAcquireWaitsForRelease(t *testing.T) {
 	if err := Acquire(a.Fd(), true, -1); err != nil {
 		t.Fatal(err)
 	}
-	go func() { time.Sleep(50 * time.Millisecond); Release(a.Fd()) }()
+	fd, released := a.Fd(), make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(50 * time.Millisecond)
+		Release(fd)
+	}()
 	if err := Acquire(b.Fd(), true, -1); err != nil {
 		t.Fatal(err)
 	}
+	<-released
 }
