@@ -3,6 +3,7 @@ package series
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -13,14 +14,22 @@ import (
 // rebuilt byte for byte from the lines the patch did not change.
 //
 // The lines share data's memory instead of copying it (string(data) would hold a second
-// copy of every touched file for the whole run): the engine never modifies a file's
-// content once read or computed, it only builds new slices, so the strings stay
-// immutable as Go requires.
-func splitLines(data []byte) []string {
+// copy of every touched file for the whole run). The engine reuses a buffer only once
+// the image it held has been replaced (computer.applyFile), and every line that outlives
+// the call that split it (a conflict's report) is cloned, so no string ever sees its
+// bytes change.
+func splitLines(data []byte) []string { return appendLines(nil, data) }
+
+// appendLines is splitLines into a caller's slice (truncated first), so that applying
+// many patches to one file does not allocate a line table per patch.
+func appendLines(lines []string, data []byte) []string {
+	lines = lines[:0]
 	if len(data) == 0 {
-		return nil
+		return lines
 	}
-	lines := make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
+	if n := bytes.Count(data, []byte{'\n'}) + 1; cap(lines) < n {
+		lines = make([]string, 0, n)
+	}
 	s := unsafe.String(unsafe.SliceData(data), len(data))
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '\n')
@@ -110,7 +119,22 @@ type hunkFailure struct {
 // the output is assembled in one pass, so a file costs one split and one copy however
 // many hunks it has.
 func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []placement, *hunkFailure) {
-	lines := splitLines(data)
+	var sc fragScratch
+	return sc.apply(data, frags, nil)
+}
+
+// fragScratch holds the buffers applyFragments needs, for reuse across calls: the line
+// table of the file and the old side of the current hunk.
+type fragScratch struct {
+	lines []string
+	pre   []string
+}
+
+// apply is applyFragments writing into out's storage when it is large enough (out must
+// not share memory with data). The returned content is out's storage or a new slice.
+func (sc *fragScratch) apply(data []byte, frags []*gitdiff.TextFragment, out []byte) ([]byte, []placement, *hunkFailure) {
+	sc.lines = appendLines(sc.lines, data)
+	lines := sc.lines
 	// Lines match exactly and added lines keep the ending the patch gives them, line by
 	// line, as git does. Only a file that is CRLF throughout, patched by a diff made
 	// against its LF form (a checkout with core.autocrlf), matches regardless of CR and
@@ -118,12 +142,18 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 	// and nothing is lost either way.
 	crlf := allCRLF(lines) && patchHasLF(frags)
 	var places []placement
-	out := make([]byte, 0, len(data)+len(data)/8)
-	cursor := 0  // lines before cursor are already in out
-	lastOff := 0 // offset of the previous hunk: the file tends to be shifted as a block
+	// A reused buffer that holds the old content is taken: the patches of a series rarely
+	// grow a file by more than the eighth of slack a new buffer gets.
+	if cap(out) < len(data) {
+		out = make([]byte, 0, len(data)+len(data)/8)
+	}
+	out = out[:0]
+	cursor := 0    // lines before cursor are already in out
+	cursorOff := 0 // the byte offset in data where line cursor starts
+	lastOff := 0   // offset of the previous hunk: the file tends to be shifted as a block
 
 	for i, frag := range frags {
-		var pre []string
+		pre := sc.pre[:0]
 		for _, l := range frag.Lines {
 			if l.Old() {
 				pre = append(pre, l.Line)
@@ -172,9 +202,12 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 		lastOff = pos - recorded
 		places = append(places, placement{Line: pos + 1, Offset: lastOff})
 
+		// The lines the hunk does not touch are one run of data's bytes: one copy.
+		posOff := cursorOff
 		for _, l := range lines[cursor:pos] {
-			out = append(out, l...)
+			posOff += len(l)
 		}
+		out = append(out, data[cursorOff:posOff]...)
 		k := pos
 		for _, l := range frag.Lines {
 			switch l.Op {
@@ -197,11 +230,14 @@ func applyFragments(data []byte, frags []*gitdiff.TextFragment) ([]byte, []place
 				}
 			}
 		}
+		cursorOff = posOff
+		for _, l := range lines[pos : pos+len(pre)] {
+			cursorOff += len(l)
+		}
 		cursor = pos + len(pre)
+		sc.pre = pre
 	}
-	for _, l := range lines[cursor:] {
-		out = append(out, l...)
-	}
+	out = append(out, data[cursorOff:]...)
 	return out, places, nil
 }
 
@@ -253,7 +289,12 @@ func locate(lines, pre []string, expected, minStart int, anchor string, crlf boo
 // describeFailure finds the closest candidate (most matching lines, nearest on ties) so
 // the conflict report can show what the patch expected against what the file holds.
 func describeFailure(lines, pre []string, idx, expected, minStart int, anchor string, recorded int) *hunkFailure {
-	f := &hunkFailure{index: idx, expected: pre, anchored: anchor, recordedPos: recorded + 1}
+	// The report outlives the call: pre may be a reused scratch slice and lines share the
+	// memory of a buffer the engine may reuse, so both are copied.
+	f := &hunkFailure{index: idx, anchored: anchor, recordedPos: recorded + 1}
+	if len(pre) > 0 {
+		f.expected = slices.Clone(pre)
+	}
 	maxStart := len(lines) - len(pre)
 	f.searchFrom, f.searchTo = minStart-expected, maxStart-expected
 	if maxStart < minStart {
@@ -290,7 +331,9 @@ func describeFailure(lines, pre []string, idx, expected, minStart int, anchor st
 	if end > len(lines) {
 		end = len(lines)
 	}
-	f.found = lines[best:end]
+	for _, l := range lines[best:end] {
+		f.found = append(f.found, strings.Clone(l))
+	}
 	f.foundLine = best + 1
 	f.matched = bestScore
 	return f

@@ -187,6 +187,14 @@ type image struct {
 	origData   []byte
 	origMode   fs.FileMode
 	origBlob   string // set when the tree read hashed the file (Inspect does)
+
+	// owned: data was built by this computer for this image alone (not the file as read,
+	// not shared with another image by a copy or rename), so once a later patch replaces
+	// it, its storage can hold the content after the patch after that: spare. A series of
+	// many patches to one file then costs two buffers, not one per patch, which keeps the
+	// heap (and its page faults and collections) the size of the files touched.
+	owned bool
+	spare []byte
 }
 
 // Compute works out the effect of s on the tree at root without writing anything. On
@@ -202,7 +210,8 @@ func ComputePatches(root *os.Root, patches []*Patch, dir Direction) (*Plan, erro
 
 // AfterPatch is called by InspectAndCompute after each patch that applied cleanly, with a reader
 // of the tree as the patches so far leave it (in memory; nothing is written). A file the
-// patches deleted reads as fs.ErrNotExist.
+// patches deleted reads as fs.ErrNotExist. The bytes read are the engine's own buffers,
+// valid until the callback returns: a later patch may write over them.
 type AfterPatch func(p *Patch, read func(path string) ([]byte, error))
 
 func computePatches(tf *treeFiles, patches []*Patch, dir Direction, after AfterPatch) (*Plan, error) {
@@ -319,6 +328,7 @@ type computer struct {
 	images map[string]*image
 	order  []string // paths in first-touch order, for deterministic writes
 	fatal  error    // an I/O or safety error: not a conflict, stops everything
+	frags  fragScratch
 }
 
 // load returns the image of path, reading it from the tree on first use.
@@ -422,6 +432,7 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 
 	var out []byte
 	var hunks []HunkResult
+	built := false // out is a new buffer of this computer's, shared with nothing
 	switch {
 	case f.IsBinary:
 		var buf bytes.Buffer
@@ -430,7 +441,11 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 		}
 		out = buf.Bytes()
 	case len(f.TextFragments) > 0:
-		res, places, fail := applyFragments(in, f.TextFragments)
+		var buf []byte
+		if src != nil && src == dst {
+			buf = src.spare // never in: spare and data are distinct buffers
+		}
+		res, places, fail := c.frags.apply(in, f.TextFragments, buf)
 		if fail != nil {
 			frag := f.TextFragments[fail.index]
 			reason := "context mismatch"
@@ -443,7 +458,7 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 			cf.SearchFrom, cf.SearchTo, cf.Anchor = fail.searchFrom, fail.searchTo, fail.anchored
 			return nil, cf
 		}
-		out = res
+		out, built = res, true
 		for i, pl := range places {
 			hunks = append(hunks, HunkResult{File: name, Hunk: i + 1, Hunks: len(f.TextFragments), Line: pl.Line, Offset: pl.Offset})
 		}
@@ -455,7 +470,7 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 		if len(out) != 0 {
 			return nil, c.conflict(p, srcPath, "the file holds more than the patch deletes")
 		}
-		src.exists, src.data = false, nil
+		src.exists, src.data, src.owned = false, nil, false
 		return hunks, nil
 	}
 	mode := fs.FileMode(0o644)
@@ -465,10 +480,21 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 	if f.NewMode != 0 {
 		mode = gitMode(f.NewMode)
 	}
-	if src != nil && src != dst && !f.IsCopy {
-		src.exists, src.data = false, nil // rename: the old path goes away
+	owned := built
+	switch {
+	case src == nil:
+	case src == dst:
+		if built && src.owned {
+			src.spare = in // replaced below; nothing else refers to it
+		}
+	case f.IsCopy:
+		src.owned = false // out may be in: two images would share it
+	default:
+		// A rename: the old path goes away, and its buffer goes with the content.
+		owned = built || src.owned
+		src.exists, src.data, src.owned = false, nil, false
 	}
-	dst.exists, dst.data, dst.mode = true, out, mode
+	dst.exists, dst.data, dst.mode, dst.owned = true, out, mode, owned
 	return hunks, nil
 }
 
