@@ -3,9 +3,10 @@ package metalcheck
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // IntentKind is the form of an intent rule (docs/series-format.md, "Intent rules").
@@ -59,7 +60,7 @@ func (i Intent) String() string {
 // MarshalText lets Intent appear as its trailer form in JSON keys and TOML.
 func (k IntentKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-var symbolRE = regexp.MustCompile(`^(::)?[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$`)
+var symbolRE = lazyregexp.New(`^(::)?[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // ParseIntent parses the text after "Intent: ". The grammar:
 //
@@ -128,7 +129,7 @@ func ParseIntent(s string) (Intent, error) {
 	}
 	switch in.Kind {
 	case IntentThreadLocal, IntentGuarded:
-		if !symbolRE.MatchString(subject) {
+		if !symbolRE().MatchString(subject) {
 			return fail("%q is not a C++ name (A::b)", subject)
 		}
 		in.Symbol = strings.TrimPrefix(subject, "::")
@@ -152,7 +153,7 @@ func ParseIntent(s string) (Intent, error) {
 		if lock == "" || lock == "in" {
 			return fail("missing LOCK after \"by\"")
 		}
-		if !symbolRE.MatchString(lock) {
+		if !symbolRE().MatchString(lock) {
 			return fail("lock %q is not a C++ name", lock)
 		}
 		in.Lock = strings.TrimPrefix(lock, "::")

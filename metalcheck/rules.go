@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -58,18 +59,19 @@ var Rules = []Rule{
 		Fix:     "wait for every stream, each on its own queue (loop over the stream pool and synchronize each one); leave per-stream waits to streams and events"},
 }
 
-var rulesByKey = func() map[string]*Rule {
+// rulesByKey is built on first use, not at every command's start.
+var rulesByKey = sync.OnceValue(func() map[string]*Rule {
 	m := map[string]*Rule{}
 	for i := range Rules {
 		m[Rules[i].ID] = &Rules[i]
 		m[Rules[i].Name] = &Rules[i]
 	}
 	return m
-}()
+})
 
 // LookupRule finds a rule by ID (MPS002) or name (unguarded-container).
 func LookupRule(key string) (Rule, bool) {
-	r, ok := rulesByKey[key]
+	r, ok := rulesByKey()[key]
 	if !ok {
 		return Rule{}, false
 	}
@@ -825,7 +827,7 @@ func (m *fileModel) finding(i int32, rule, msg string) Finding {
 // findingAt builds a finding at token t; i is its code index (-1 for a directive, whose
 // statement text is given).
 func (m *fileModel) findingAt(t Token, i int32, rule, msg, stmt string) Finding {
-	r := rulesByKey[rule]
+	r := rulesByKey()[rule]
 	lineStart := int(t.Off) - int(t.Col) + 1
 	col := utf8.RuneCount(m.src[lineStart:t.Off]) + 1
 	if i >= 0 {
@@ -1051,12 +1053,12 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		case d != nil && d.ThreadLocal:
 			return f, false
 		case d != nil && d.Static:
-			r := rulesByKey["MPS001"]
+			r := rulesByKey()["MPS001"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.qualified(), d.File, d.Line)
 			return f, true
 		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
-			r := rulesByKey["MPS003"]
+			r := rulesByKey()["MPS003"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
 			f.memberState = true

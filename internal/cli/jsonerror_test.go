@@ -65,7 +65,7 @@ func TestEveryCommandFailsWithAJSONDocument(t *testing.T) {
 			walk(sub, p)
 		}
 	}
-	walk(newRootCmd(d), nil)
+	walk(newRootCmd(d, ""), nil)
 	if len(paths) < 10 {
 		t.Fatalf("found only %d commands", len(paths))
 	}

@@ -95,7 +95,7 @@ func TestVersionJSON(t *testing.T) {
 
 func TestEveryCommandHasAnExample(t *testing.T) {
 	d := &deps{io: IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, global: &globalOptions{}}
-	for _, c := range newRootCmd(d).Commands() {
+	for _, c := range newRootCmd(d, "").Commands() {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
 			continue
 		}

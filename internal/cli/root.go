@@ -63,7 +63,78 @@ const exitCodeHelp = `Exit codes:
 // Set once here, not per Main, as tests run Main concurrently.
 func init() { cobra.EnableTraverseRunHooks = true }
 
-func newRootCmd(d *deps) *cobra.Command {
+// commandNames are the top-level commands, by the name cobra finds them under (none has
+// an alias); newCommand builds one.
+var commandNames = []string{"apply", "unapply", "check", "status", "version", "config", "verify",
+	"audit", "probe", "clone", "build", "run", "upstream", "cache", "export", "import", "rebase"}
+
+func newCommand(d *deps, name string) *cobra.Command {
+	switch name {
+	case "apply":
+		return newApplyCmd(d)
+	case "unapply":
+		return newUnapplyCmd(d)
+	case "check":
+		return newCheckCmd(d)
+	case "status":
+		return newStatusCmd(d)
+	case "version":
+		return newVersionCmd(d)
+	case "config":
+		return newConfigCmd(d)
+	case "verify":
+		return newVerifyCmd(d)
+	case "audit":
+		return newAuditCmd(d)
+	case "probe":
+		return newProbeCmd(d)
+	case "clone":
+		return newCloneCmd(d)
+	case "build":
+		return newBuildCmd(d)
+	case "run":
+		return newRunCmd(d)
+	case "upstream":
+		return newUpstreamCmd(d)
+	case "cache":
+		return newCacheCmd(d)
+	case "export":
+		return newExportCmd(d)
+	case "import":
+		return newImportCmd(d)
+	case "rebase":
+		return newRebaseCmd(d)
+	}
+	panic("mpspatch: no command " + name)
+}
+
+// commandToRun names the top-level command args run, when that is plain from the words
+// alone: the first word that is not one of the root's own flags, where it names a command.
+// Main then builds only that command (with its subcommands), as every command otherwise
+// paid, at each start, for building the seventeen it does not run. Anything less plain
+// (an unknown or combined flag first, help, completion, a mistyped name cobra would
+// suggest a correction for) gives "", and the whole tree.
+func commandToRun(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--config":
+			i++ // its value
+		case strings.HasPrefix(a, "--config="), a == "--json", a == "-q", a == "--quiet", a == "-v", a == "--verbose":
+		case strings.HasPrefix(a, "-"):
+			return ""
+		default:
+			if slices.Contains(commandNames, a) {
+				return a
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// newRootCmd builds the root command with every command under it, or, when only names
+// one, with that one alone (see commandToRun).
+func newRootCmd(d *deps, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mpspatch",
 		Short: "Keep the PyTorch MPS thread-safety patch series alive",
@@ -103,25 +174,16 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		return withCode(ExitUsage, err)
 	})
 
-	root.AddCommand(
-		newApplyCmd(d),
-		newUnapplyCmd(d),
-		newCheckCmd(d),
-		newStatusCmd(d),
-		newVersionCmd(d),
-		newConfigCmd(d),
-		newVerifyCmd(d),
-		newAuditCmd(d),
-		newProbeCmd(d),
-		newCloneCmd(d),
-		newBuildCmd(d),
-		newRunCmd(d),
-		newUpstreamCmd(d),
-		newCacheCmd(d),
-		newExportCmd(d),
-		newImportCmd(d),
-		newRebaseCmd(d),
-	)
+	if only != "" {
+		root.AddCommand(newCommand(d, only))
+		// The default completion command is only needed when it is the one being run,
+		// and then the whole tree is built (only is empty).
+		root.CompletionOptions.DisableDefaultCmd = true
+	} else {
+		for _, name := range commandNames {
+			root.AddCommand(newCommand(d, name))
+		}
+	}
 	wireCompletionAndPaths(root)
 	return root
 }
@@ -145,7 +207,7 @@ func (d *deps) outputFormat(flag string, allowed ...string) (string, error) {
 // NewRootCommand returns the whole command tree, bound to the process's own streams, for
 // tools that document it (internal/docgen); running commands goes through Main.
 func NewRootCommand() *cobra.Command {
-	root := newRootCmd(&deps{io: System(), global: &globalOptions{}})
+	root := newRootCmd(&deps{io: System(), global: &globalOptions{}}, "")
 	// What cobra adds when a command runs, so the reference shows the same tree.
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -162,7 +224,7 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
 	out := stdio.Out
 	d.io.Out = d.sink.wrap(stdio.Out)
-	root := newRootCmd(d)
+	root := newRootCmd(d, commandToRun(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	// --json may not have been parsed when an earlier flag was bad: look at the words too.

@@ -3,6 +3,7 @@ package gitcli
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // newGit returns a Git with a deterministic environment rooted in a fresh temp dir and a
@@ -304,6 +308,21 @@ func TestHeadCommit(t *testing.T) {
 			t.Errorf("HeadCommit = %q, %v; want %q", have, err, want)
 		}
 	})
+	t.Run("packed refs", func(t *testing.T) {
+		packed := newRepo(t, g, map[string]string{"a": "1\n"})
+		git(t, g, packed, "checkout", "-q", "-b", "topic/one")
+		want := git(t, g, packed, "rev-parse", "HEAD")
+		git(t, g, packed, "pack-refs", "--all")
+		if _, err := os.Stat(filepath.Join(packed, ".git", "refs", "heads", "topic", "one")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the branch is still a loose ref after pack-refs: %v", err)
+		}
+		// Answered in-process: with no git to fall back on, the packed ref must be read.
+		noGit := &Git{Bin: filepath.Join(t.TempDir(), "no-git"), Env: g.Env}
+		have, err := noGit.HeadCommit(ctx, packed)
+		if err != nil || have != want {
+			t.Errorf("HeadCommit = %q, %v; want %q", have, err, want)
+		}
+	})
 	t.Run("not a repository", func(t *testing.T) {
 		_, err := g.HeadCommit(ctx, t.TempDir())
 		if !errors.Is(err, ErrNotRepository) {
@@ -317,6 +336,51 @@ func TestHeadCommit(t *testing.T) {
 			t.Error("HeadCommit of a repository without commits: want an error")
 		}
 	})
+}
+
+// TestRefFiles: the in-process reader resolves what git's files backend stores and refuses
+// what it does not know, so that HeadCommit asks git instead; it never reads outside .git.
+func TestRefFiles(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  string // "" for an error
+	}{
+		{"detached", map[string]string{"HEAD": sha + "\n"}, sha},
+		{"branch", map[string]string{"HEAD": "ref: refs/heads/main\n", "refs/heads/main": sha + "\n"}, sha},
+		{"symbolic chain", map[string]string{"HEAD": "ref: refs/heads/a\n", "refs/heads/a": "ref: refs/heads/b\n", "refs/heads/b": sha}, sha},
+		{"packed", map[string]string{"HEAD": "ref: refs/heads/main\n", "packed-refs": "# pack-refs with: peeled fully-peeled sorted\n" +
+			"1111111111111111111111111111111111111111 refs/heads/other\n" + sha + " refs/heads/main\n^2222222222222222222222222222222222222222\n"}, sha},
+		{"loose before packed", map[string]string{"HEAD": "ref: refs/heads/main\n", "refs/heads/main": sha,
+			"packed-refs": "1111111111111111111111111111111111111111 refs/heads/main\n"}, sha},
+		{"unborn branch", map[string]string{"HEAD": "ref: refs/heads/main\n"}, ""},
+		{"short SHA", map[string]string{"HEAD": "0123456\n"}, ""},
+		{"not hex", map[string]string{"HEAD": strings.Repeat("z", 40)}, ""},
+		{"escapes .git", map[string]string{"HEAD": "ref: refs/../../outside\n"}, ""},
+		{"outside refs", map[string]string{"HEAD": "ref: config\n"}, ""},
+		{"bad packed line", map[string]string{"HEAD": "ref: refs/heads/main\n", "packed-refs": "garbage\n"}, ""},
+		{"no HEAD", map[string]string{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			dotgit := filepath.Join(root, "repo", ".git")
+			if err := os.MkdirAll(dotgit, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(root, "repo", "outside"), sha) // what "escapes .git" must not reach
+			for name, data := range tt.files {
+				writeFile(t, filepath.Join(dotgit, name), data)
+			}
+			ref, err := storer.ResolveReference(refFiles{dir: dotgit}, plumbing.HEAD)
+			switch {
+			case tt.want == "" && err == nil:
+				t.Errorf("resolved to %s, want an error", ref.Hash())
+			case tt.want != "" && (err != nil || ref.Hash().String() != tt.want):
+				t.Errorf("resolve = %v, %v; want %s", ref, err, tt.want)
+			}
+		})
+	}
 }
 
 func TestIsClean(t *testing.T) {

@@ -612,16 +612,55 @@ func Identity(fsys fs.FS, dir string) (string, int, error) {
 	}
 	l.order = order
 	l.parseOrder(order)
+	// The patches stream through the hash, each file's length taken from its stat, so
+	// nothing is copied into a buffer of its size (for the embedded series that was most of
+	// the command's heap, and of its page faults).
+	h := sha256.New()
+	h.Write(order)
+	buf := make([]byte, 16<<10)
 	for _, p := range l.s.Patches {
-		raw, err := l.readBounded(p.Name, MaxPatchSize)
-		if err != nil {
+		if err := l.hashPatch(h, p, buf); err != nil {
 			l.problem(OrderFile, p.SeriesLine, "%s is listed but cannot be read: %v", p.Name, err)
-			continue
 		}
-		p.Raw = raw
 	}
 	if len(l.problems) > 0 {
 		return "", 0, &LintError{Problems: l.problems}
 	}
-	return l.hashSeries(), len(l.s.Patches), nil
+	return hex.EncodeToString(h.Sum(nil)), len(l.s.Patches), nil
 }
+
+// hashPatch writes p into h as hashSeries does (name, length, bytes), streaming the file
+// through buf, with readBounded's checks. The length is written before the bytes are read,
+// so a file whose length differs from its stat (it changed meanwhile) is an error.
+func (l *loader) hashPatch(h io.Writer, p *Patch, buf []byte) error {
+	name := l.join(p.Name)
+	fi, err := fs.Stat(l.fsys, name)
+	if err != nil {
+		return errOrUnwrapped(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+	}
+	if fi.Size() > MaxPatchSize {
+		return fmt.Errorf("larger than %d MiB; refusing to read it", MaxPatchSize>>20)
+	}
+	f, err := l.fsys.Open(name)
+	if err != nil {
+		return errOrUnwrapped(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(h, "\x00%s\x00%d\x00", p.Name, fi.Size())
+	n, err := io.CopyBuffer(h, io.LimitReader(onlyReader{f}, fi.Size()+1), buf)
+	if err != nil {
+		return err
+	}
+	if n != fi.Size() {
+		return fmt.Errorf("read %d bytes where its stat said %d (did it change?)", n, fi.Size())
+	}
+	return nil
+}
+
+// onlyReader hides every method but Read, so io.CopyBuffer uses the buffer it is given.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(b []byte) (int, error) { return o.r.Read(b) }
