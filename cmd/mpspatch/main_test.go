@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,11 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,9 +29,9 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 // in a child process with the script's environment and working directory.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		// As main.go: Ctrl-C and SIGTERM cancel the context.
+		// As main.go: Ctrl-C and SIGTERM cancel the context of a command that writes.
 		"mpspatch": func() {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := cli.InterruptContext(os.Args[1:])
 			code := cli.Main(ctx, os.Args[1:], cli.System())
 			stop()
 			os.Exit(code)
