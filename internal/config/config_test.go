@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,5 +139,25 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 	}
 	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized config: have %v", err)
+	}
+}
+
+// TestDefaultMatchesDefaultTOML: Default is written out in Go for start-up's sake; the
+// embedded default.toml, which users read and `config init` writes, must decode to the
+// very same values (empty maps and lists included), and each call must return values of
+// its own.
+func TestDefaultMatchesDefaultTOML(t *testing.T) {
+	decoded, err := decode("(embedded default)", defaultTOML, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have := Default(); !reflect.DeepEqual(have, decoded) {
+		t.Errorf("Default() differs from default.toml:\nhave %#v\nwant %#v", have, decoded)
+	}
+	a := Default()
+	a.Build.Env["X"] = "1"
+	a.Audit.Paths[0] = "elsewhere"
+	if b := Default(); len(b.Build.Env) != 0 || b.Audit.Paths[0] != "aten/src/ATen/mps" {
+		t.Errorf("Default() shares its maps or slices between calls")
 	}
 }
