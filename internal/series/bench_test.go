@@ -146,4 +146,3 @@ func cycles(b *testing.B, cycle func()) time.Duration {
 	b.ReportMetric(float64(med.Nanoseconds()), "median-ns/cycle")
 	return med
 }
-
