@@ -114,6 +114,7 @@ type fileModel struct {
 	names      map[string]string // interned names (callees, classes of instances)
 	nameIdx    map[string]int32  // index of a name in facts.names
 	objcClass  string            // the @implementation being built, while build runs
+	lines      lineCursor        // line and column of the tokens findings and declarations point at
 }
 
 // instance records that a declaration holds objects of a class: one process-wide object
@@ -1076,8 +1077,7 @@ scan:
 	}
 	d.Local = fn >= 0
 	m.recordInstances(&d, typeStart, qualStart, m.is(stop, "["))
-	t := m.code[nameAt]
-	d.Line, d.Col = int(t.Line), int(t.Col)
+	d.Line, d.Col = m.lines.pos(m.src, int(m.code[nameAt].Off))
 	if fn >= 0 {
 		f := &m.funcs[fn]
 		if f.statics == nil {

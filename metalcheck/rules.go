@@ -826,12 +826,12 @@ func (m *fileModel) finding(i int32, rule, msg string) Finding {
 // statement text is given).
 func (m *fileModel) findingAt(t Token, i int32, rule, msg, stmt string) Finding {
 	r := rulesByKey[rule]
-	lineStart := int(t.Off) - int(t.Col) + 1
-	col := utf8.RuneCount(m.src[lineStart:t.Off]) + 1
+	line, bcol := m.lines.pos(m.src, int(t.Off))
+	col := utf8.RuneCount(m.src[int(t.Off)-bcol+1:t.Off]) + 1
 	if i >= 0 {
 		stmt = m.statementText(i)
 	}
-	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: int(t.Line), Col: col,
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: line, Col: col,
 		Message: msg, Fix: r.Fix, Statement: stmt}
 }
 

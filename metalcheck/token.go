@@ -31,7 +31,9 @@ func (k Kind) String() string {
 }
 
 // Token is one lexical token of a C++ or Objective-C++ source. Off and End are byte offsets
-// into the source; Line and Col are 1-based, Col counting bytes from the start of the line.
+// into the source; Pos gives the line and column. A token is 12 bytes: the analysis keeps
+// one for every four or five bytes of source, and line and column are needed only for the
+// few tokens that a finding or a declaration points at.
 type Token struct {
 	Kind Kind
 	// first is the token's first byte, kept in what would be padding after Kind, so that
@@ -39,12 +41,47 @@ type Token struct {
 	first byte
 	Off   int32
 	End   int32
-	Line  int32
-	Col   int32
 }
 
 // Text returns the token's bytes within src.
 func (t Token) Text(src []byte) []byte { return src[t.Off:t.End] }
+
+// Pos returns the token's 1-based line and column in src (the source it was read from),
+// the column counting bytes from the start of the line. A backslash-newline ends a line.
+// It counts the newlines before the token: for many tokens of one file, use a lineCursor.
+func (t Token) Pos(src []byte) (line, col int) {
+	var c lineCursor
+	return c.pos(src, int(t.Off))
+}
+
+// lineCursor computes line and column of offsets in one source, counting newlines from
+// the previous offset asked about: asking in (about) increasing order costs one pass over
+// the source in all.
+type lineCursor struct {
+	off, line, lineStart int // line (0-based) and start of line at offset off
+}
+
+// pos returns the 1-based line and byte column of offset off in src.
+func (c *lineCursor) pos(src []byte, off int) (line, col int) {
+	if off > len(src) {
+		off = len(src)
+	}
+	switch {
+	case off >= c.off:
+		seg := src[c.off:off]
+		if nl := bytes.Count(seg, []byte{'\n'}); nl > 0 {
+			c.line += nl
+			c.lineStart = c.off + bytes.LastIndexByte(seg, '\n') + 1
+		}
+	case off >= c.lineStart:
+		// same line, further left
+	default:
+		c.line -= bytes.Count(src[off:c.off], []byte{'\n'})
+		c.lineStart = bytes.LastIndexByte(src[:off], '\n') + 1
+	}
+	c.off = off
+	return c.line + 1, off - c.lineStart + 1
+}
 
 // maxSource is the largest file the tokenizer accepts (offsets are int32).
 const maxSource = 1 << 30
@@ -67,7 +104,7 @@ func tokenizeInto(buf []Token, src []byte, directives bool) []Token {
 	if len(src) > maxSource {
 		src = src[:maxSource]
 	}
-	lx := lexer{src: src, line: 1, bol: true, directives: directives}
+	lx := lexer{src: src, bol: true, directives: directives}
 	if want := len(src)/3 + 4; cap(buf) < want {
 		// C++ averages a token every four to five bytes; this avoids regrowth.
 		buf = make([]Token, 0, want)
@@ -80,8 +117,6 @@ func tokenizeInto(buf []Token, src []byte, directives bool) []Token {
 type lexer struct {
 	src        []byte
 	pos        int
-	line       int
-	lineStart  int
 	bol        bool // only white space since the last newline
 	directives bool
 	toks       []Token
@@ -106,7 +141,7 @@ func lexCode(buf, dirs []Token, src []byte) ([]Token, []Token) {
 	if len(src) > maxSource {
 		src = src[:maxSource]
 	}
-	lx := lexer{src: src, line: 1, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
+	lx := lexer{src: src, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
 	if want := len(src)/3 + 4; cap(buf) < want {
 		buf = make([]Token, 0, want)
 	}
@@ -132,7 +167,7 @@ func (lx *lexer) emitCode(t Token) {
 		if b := lx.src[t.Off:t.End]; string(b) == "[[" || string(b) == "]]" {
 			a, c := t, t
 			a.End = t.Off + 1
-			c.Off, c.Col = t.Off+1, t.Col+1
+			c.Off = t.Off + 1
 			lx.toks = append(lx.toks, a, c)
 			return
 		}
@@ -226,8 +261,6 @@ func (lx *lexer) run() {
 		switch c {
 		case '\n':
 			lx.pos++
-			lx.line++
-			lx.lineStart = lx.pos
 			lx.bol = true
 			continue
 		case ' ', '\t', '\r', '\f', '\v':
@@ -236,18 +269,15 @@ func (lx *lexer) run() {
 		case '\\':
 			if k := splice(src, lx.pos); k > 0 {
 				lx.pos += k
-				lx.line++
-				lx.lineStart = lx.pos
 				continue
 			}
 		}
 		start := lx.pos
-		line, col := lx.line, start-lx.lineStart+1
 		kind := lx.scan(c)
 		if lx.pos <= start { // defensive: always make progress
 			lx.pos = start + 1
 		}
-		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
+		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos)}
 		switch {
 		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
 			kind == Punct && !(lx.pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
@@ -256,12 +286,6 @@ func (lx *lexer) run() {
 			lx.emitCode(t)
 		default:
 			lx.toks = append(lx.toks, t)
-		}
-		if kind == Comment || kind == Directive || kind == String || kind == Char || kind == Invalid {
-			if nl := bytes.Count(src[start:lx.pos], []byte{'\n'}); nl > 0 {
-				lx.line += nl
-				lx.lineStart = start + bytes.LastIndexByte(src[start:lx.pos], '\n') + 1
-			}
 		}
 		if kind != Comment {
 			lx.bol = false
