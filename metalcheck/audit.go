@@ -63,42 +63,59 @@ func Audit(ctx context.Context, opts Options) (*Report, error) {
 	all := make([]facts, len(files))
 	sizes := make([]int64, len(files))
 	errs := make([]error, len(files))
+	// Every index is queued up front: the workers take the files in order, and this
+	// goroutine, instead of feeding them, merges each file's declarations into the symbol
+	// table as soon as it and the files before it are analysed (in file order, as judging
+	// expects), so that little of the table is left to build after the last file.
+	next := make(chan int, len(files))
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	done := make(chan int, len(files))
 	var wg sync.WaitGroup
-	next := make(chan int)
 	for w := 0; w < workers && w < len(files); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var a arena
 			for i := range next {
+				if ctx.Err() != nil {
+					return
+				}
 				src, err := readInto(a.src, filepath.Join(opts.Root, filepath.FromSlash(files[i])))
 				if err != nil {
 					errs[i] = fmt.Errorf("audit: read %s: %w", files[i], err)
-					continue
+				} else {
+					a.src = src
+					sizes[i] = int64(len(src))
+					all[i] = a.analyze(files[i], src).extract()
 				}
-				a.src = src
-				sizes[i] = int64(len(src))
-				all[i] = a.analyze(files[i], src).extract()
+				done <- i
 			}
 		}()
 	}
-feed:
-	for i := range files {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	st := newSymtab(len(files))
+	ready := make([]bool, len(files))
+	merged := 0
+	for i := range done {
+		ready[i] = true
+		for merged < len(files) && ready[merged] {
+			st.addFacts(&all[merged])
+			merged++
 		}
 	}
-	close(next)
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	rep := &Report{Root: opts.Root, Files: len(files), Findings: judgeAll(all)}
+	rep := &Report{Root: opts.Root, Files: len(files), Findings: judgeAll(all, st)}
 	for _, s := range sizes {
 		rep.Bytes += s
 	}
@@ -114,16 +131,17 @@ func AuditSources(files map[string][]byte) []Finding {
 	}
 	sort.Strings(names)
 	all := make([]facts, len(names))
+	st := newSymtab(len(names))
 	for i, n := range names {
 		all[i] = analyze(n, files[n]).extract()
+		st.addFacts(&all[i])
 	}
-	return judgeAll(all)
+	return judgeAll(all, st)
 }
 
-// judgeAll resolves candidates against the declarations of all files, sorts the findings
-// and gives each its fingerprint.
-func judgeAll(all []facts) []Finding {
-	st := newSymtab(all)
+// judgeAll resolves candidates against the declarations of all files (st, which holds
+// them), sorts the findings and gives each its fingerprint.
+func judgeAll(all []facts, st *symtab) []Finding {
 	cg := newCallers(all)
 	var out []Finding
 	keep := func(f Finding) {

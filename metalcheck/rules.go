@@ -911,29 +911,29 @@ type globalDecls struct {
 	byFile map[string]*declView // nil while every declaration is in file
 }
 
-func newSymtab(all []facts) *symtab {
-	n := 0
-	for fi := range all {
-		n += len(all[fi].decls)
-	}
-	st := &symtab{members: make(map[memberKey]declView, n/2), globals: make(map[string]globalDecls, n/2),
+// newSymtab returns an empty table for the declarations of about files files.
+func newSymtab(files int) *symtab {
+	n := 64 * files // about the members, and the globals, of a 64 KB source
+	return &symtab{members: make(map[memberKey]declView, n), globals: make(map[string]globalDecls, n),
 		classes: map[string]bool{}, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
-	for fi := range all {
-		for di := range all[fi].decls {
-			st.add(&all[fi].decls[di])
-		}
-		for _, in := range all[fi].instances {
-			if in.many {
-				st.many[in.class] = true
-			} else {
-				st.single[in.class] = true
-			}
-		}
-		for _, b := range all[fi].bases {
-			st.derived[b.base] = append(st.derived[b.base], b.class)
+}
+
+// addFacts merges one file's declarations, instances and base classes. Files are added
+// in audit order: the first declaration of a name is the one findings cite.
+func (st *symtab) addFacts(fx *facts) {
+	for di := range fx.decls {
+		st.add(&fx.decls[di])
+	}
+	for _, in := range fx.instances {
+		if in.many {
+			st.many[in.class] = true
+		} else {
+			st.single[in.class] = true
 		}
 	}
-	return st
+	for _, b := range fx.bases {
+		st.derived[b.base] = append(st.derived[b.base], b.class)
+	}
 }
 
 // processWide reports whether the objects of class are process-wide: some static holds
