@@ -115,6 +115,7 @@ type fileModel struct {
 	nameIdx    map[string]int32  // index of a name in facts.names
 	objcClass  string            // the @implementation being built, while build runs
 	lines      lineCursor        // line and column of the tokens findings and declarations point at
+	arena      *arena            // the worker's buffers
 }
 
 // instance records that a declaration holds objects of a class: one process-wide object
@@ -186,11 +187,16 @@ type arena struct {
 	funcs          []function
 	decls          []Decl // copied out, at its final size, by extract
 	src            []byte
+	// Facts are gathered here and copied out at their final size by extract, so that
+	// the slices regrown for each file are the worker's, not garbage per file.
+	cands   []candidate
+	calls   []callSite
+	callers []caller
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
 	clear(a.funcs) // drop the previous file's maps before reuse
-	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0], decls: a.decls[:0]}
+	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0], decls: a.decls[:0], arena: a}
 	m.code, m.directives = lexCode(a.code, a.dirs, src)
 	n := len(m.code)
 	if cap(a.scopeOf) < n {

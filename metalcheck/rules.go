@@ -166,10 +166,16 @@ type callSite struct {
 type caller struct{ class, bare string }
 
 // extract runs the per-file part of every rule.
-func (m *fileModel) extract() facts {
+func (m *fileModel) extract() (fx facts) {
 	// The declarations live in the worker's arena until here: one copy at their final
 	// size instead of a slice regrown for every file.
-	fx := facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
+	fx = facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
+	a := m.arena
+	fx.cands, fx.calls, fx.callers = a.cands[:0], a.calls[:0], a.callers[:0]
+	defer func() {
+		a.cands, a.calls, a.callers = fx.cands, fx.calls, fx.callers
+		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
+	}()
 	for _, d := range m.directives {
 		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
 			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
@@ -279,6 +285,15 @@ func (m *fileModel) extract() facts {
 		}
 	}
 	return fx
+}
+
+// ownCopy returns s copied at its length (nil when empty), so that the copy does not keep
+// the arena's buffer.
+func ownCopy[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // hotPathFunction reports whether a function of this (bare) name runs on every operator:
