@@ -3,6 +3,7 @@ package metalcheck
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies a token.
@@ -273,6 +274,29 @@ func (lx *lexer) run() {
 			}
 		}
 		start := lx.pos
+		// Fast paths for the two commonest tokens, identifiers (those not followed by a
+		// quote, which may be an encoding prefix) and one-byte punctuators that never
+		// combine; both are kept in code mode while the branch is live.
+		if cls := charClass[c]; cls&1 != 0 || cls&4 != 0 {
+			p := start + 1
+			if cls&1 != 0 {
+				for p < n && charClass[src[p]]&2 != 0 {
+					p++
+				}
+			}
+			if p >= n || src[p] != '"' && src[p] != '\'' || cls&4 != 0 {
+				kind := Ident
+				if cls&4 != 0 {
+					kind = Punct
+				}
+				lx.pos = p
+				lx.bol = false
+				if !lx.code || lx.active {
+					lx.toks = append(lx.toks, Token{Kind: kind, first: c, Off: int32(start), End: int32(p)})
+				}
+				continue
+			}
+		}
 		kind := lx.scan(c)
 		if lx.pos <= start { // defensive: always make progress
 			lx.pos = start + 1
@@ -293,11 +317,14 @@ func (lx *lexer) run() {
 	}
 }
 
-// charClass marks identifier bytes: 1 may start one, 2 may continue one.
+// charClass marks identifier bytes: 1 may start one, 2 may continue one; 4 marks the
+// punctuators that are one byte whatever follows them.
 var charClass = func() (t [256]byte) {
 	for c := 0; c < 256; c++ {
 		if c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 {
 			t[c] = 3
+		} else if strings.IndexByte("{}();,?~", byte(c)) >= 0 {
+			t[c] = 4
 		} else if c >= '0' && c <= '9' {
 			t[c] = 2
 		}
