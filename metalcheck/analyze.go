@@ -153,6 +153,19 @@ func (m *fileModel) is(i int32, s string) bool {
 	return len(s) == 1 || string(m.src[t.Off:t.End]) == s
 }
 
+// b1 returns the byte of code token i when the token is one byte long (a one-byte
+// punctuator, or a one-letter name), else 0: m.b1(i) == '<' is m.is(i, "<"), read once
+// for a switch over several punctuators.
+func (m *fileModel) b1(i int32) byte {
+	if i < 0 || int(i) >= len(m.code) {
+		return 0
+	}
+	if t := &m.code[i]; t.End-t.Off == 1 {
+		return t.first
+	}
+	return 0
+}
+
 func (m *fileModel) isIdent(i int32) bool {
 	return i >= 0 && int(i) < len(m.code) && m.code[i].Kind == Ident
 }
@@ -613,15 +626,19 @@ func (m *fileModel) objcHeaderEnd(s, e int32) int32 {
 func (m *fileModel) angleEnd(s, e int32) int32 {
 	depth := 0
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "<"):
+		switch m.b1(j) {
+		case '<':
 			depth++
-		case m.is(j, ">"):
+		case '>':
 			depth--
-		case m.is(j, ">>"):
-			depth -= 2
-		case m.is(j, "(") && m.match[j] > j && m.match[j] < e:
-			j = m.match[j]
+		case '(':
+			if m.match[j] > j && m.match[j] < e {
+				j = m.match[j]
+			}
+		case 0:
+			if m.is(j, ">>") {
+				depth -= 2
+			}
 		}
 		if depth <= 0 {
 			return j + 1
@@ -651,20 +668,22 @@ func (m *fileModel) topLevelParen(s, e int32) int32 {
 func (m *fileModel) ctorColon(s, e int32) int32 {
 	seenParen := false
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "(") || m.is(j, "["):
+		switch c := m.b1(j); c {
+		case '(', '[':
 			if m.match[j] > j && m.match[j] < e {
-				if m.is(j, "(") {
+				if c == '(' {
 					seenParen = true
 				}
 				j = m.match[j]
 			}
-		case m.is(j, "{"):
+		case '{':
 			if m.match[j] > j && m.match[j] < e {
 				j = m.match[j]
 			}
-		case m.is(j, ":") && seenParen:
-			return j
+		case ':':
+			if seenParen {
+				return j
+			}
 		}
 	}
 	return -1
@@ -673,12 +692,12 @@ func (m *fileModel) ctorColon(s, e int32) int32 {
 // topLevelComma returns the first ',' in [s, e) outside brackets, or e.
 func (m *fileModel) topLevelComma(s, e int32) int32 {
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "(") || m.is(j, "[") || m.is(j, "{"):
+		switch m.b1(j) {
+		case '(', '[', '{':
 			if m.match[j] > j {
 				j = m.match[j]
 			}
-		case m.is(j, ","):
+		case ',':
 			return j
 		}
 	}
@@ -1012,21 +1031,22 @@ typ:
 	angle := 0
 scan:
 	for j := s; j < e; j++ {
+		c := m.b1(j)
 		switch {
-		case m.is(j, "<") && j > s && (m.isIdent(j-1) || m.is(j-1, "::")):
+		case c == '<' && j > s && (m.isIdent(j-1) || m.is(j-1, "::")):
 			angle++
-		case m.is(j, ">") && angle > 0:
+		case c == '>' && angle > 0:
 			angle--
-		case m.is(j, ">>") && angle > 0:
+		case angle > 0 && m.is(j, ">>"):
 			angle -= 2
 			if angle < 0 {
 				angle = 0
 			}
 		case angle > 0:
-			if (m.is(j, "(") || m.is(j, "[") || m.is(j, "{")) && m.match[j] > j && m.match[j] < e {
+			if (c == '(' || c == '[' || c == '{') && m.match[j] > j && m.match[j] < e {
 				j = m.match[j]
 			}
-		case m.is(j, "=") || m.is(j, "(") || m.is(j, "{") || m.is(j, "[") || m.is(j, ":") || m.is(j, ","):
+		case c == '=' || c == '(' || c == '{' || c == '[' || c == ':' || c == ',':
 			stop = j
 			break scan
 		}

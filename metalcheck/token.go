@@ -144,7 +144,9 @@ func lexCode(buf, dirs []Token, src []byte) ([]Token, []Token) {
 	}
 	lx := lexer{src: src, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
 	if want := len(src)/3 + 4; cap(buf) < want {
-		buf = make([]Token, 0, want)
+		// A worker reuses the buffer: some room to spare spares a new one for each
+		// slightly larger file.
+		buf = make([]Token, 0, want+want/4)
 	}
 	lx.toks = buf[:0]
 	lx.run()
