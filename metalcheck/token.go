@@ -268,6 +268,9 @@ func (lx *lexer) run() {
 			continue
 		case ' ', '\t', '\r', '\f', '\v':
 			lx.pos++
+			for lx.pos < n && (src[lx.pos] == ' ' || src[lx.pos] == '\t') { // indentation
+				lx.pos++
+			}
 			continue
 		case '\\':
 			if k := splice(src, lx.pos); k > 0 {
@@ -455,15 +458,20 @@ func (lx *lexer) prefixedLiteral(word []byte, quote int) (Kind, bool) {
 // lineCommentEnd returns the end of a // comment body starting at p: the next newline that is
 // not spliced.
 func lineCommentEnd(src []byte, p int) int {
+	start := p
 	for p < len(src) {
-		if k := splice(src, p); k > 0 {
-			p += k
+		i := bytes.IndexByte(src[p:], '\n')
+		if i < 0 {
+			return len(src)
+		}
+		q := p + i
+		// A backslash right before the newline (or before its \r) splices the next line
+		// on, whatever precedes the backslash.
+		if q-1 >= start && src[q-1] == '\\' || q-2 >= start && src[q-1] == '\r' && src[q-2] == '\\' {
+			p = q + 1
 			continue
 		}
-		if src[p] == '\n' {
-			return p
-		}
-		p++
+		return q
 	}
 	return p
 }
