@@ -238,10 +238,23 @@ func (m *fileModel) build() {
 	var parens []int32 // open ( and [
 	var stmts []int32  // statement starts saved across expression scopes
 	stmt := int32(0)
+	code, scopeOf := m.code, m.scopeOf[:n]
 	for i := int32(0); i < n; i++ {
 		cur := stack[len(stack)-1]
-		m.scopeOf[i] = cur
-		t := m.code[i]
+		// Most tokens only belong to the current scope: a tight loop takes them up to
+		// the next bracket, semicolon or ObjC @keyword.
+		for ; i < n; i++ {
+			t := &code[i]
+			if t.End-t.Off == 1 && buildStops[t.first] || t.first == '@' {
+				break
+			}
+			scopeOf[i] = cur
+		}
+		if i == n {
+			break
+		}
+		scopeOf[i] = cur
+		t := code[i]
 		if t.Kind == Ident && t.End-t.Off > 1 && t.first == '@' {
 			switch {
 			case m.is(i, "@end"):
@@ -322,6 +335,14 @@ func (m *fileModel) build() {
 		}
 	}
 }
+
+// buildStops are the one-byte tokens build acts on.
+var buildStops = func() (t [256]bool) {
+	for _, c := range []byte("()[]{};") {
+		t[c] = true
+	}
+	return t
+}()
 
 // isControlWord: statements whose braces are control blocks, not functions or classes.
 func isControlWord(b []byte) bool {
