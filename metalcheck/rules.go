@@ -183,11 +183,18 @@ func (m *fileModel) extract() (fx facts) {
 	}
 	n := int32(len(m.code))
 	hot := strings.Contains(m.path, "native/mps/operations/")
+	code := m.code
 	for i := int32(0); i < n; i++ {
-		t := m.code[i]
-		if t.Kind != Ident && t.Kind != Punct {
-			continue
+		// The rules look at identifiers, && and [ only.
+		for ; i < n; i++ {
+			if t := &code[i]; t.Kind == Ident || t.Kind == Punct && (t.first == '&' || t.first == '[') {
+				break
+			}
 		}
+		if i == n {
+			break
+		}
+		t := code[i]
 		b := m.tb(i)
 		// MPS007 applies anywhere.
 		switch string(b) {
