@@ -112,7 +112,7 @@ type fileModel struct {
 	instances  []instance
 	bases      []classBase
 	names      map[string]string // interned names (callees, classes of instances)
-	nameIdx    map[string]int32  // index of a name in facts.names
+	nameTab    nameTable         // index of a name in facts.names
 	objcClass  string            // the @implementation being built, while build runs
 	lines      lineCursor        // line and column of the tokens findings and declarations point at
 	arena      *arena            // the worker's buffers

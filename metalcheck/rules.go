@@ -361,25 +361,60 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 
 // nameIndexString is nameIndex for a name held as a string.
 func (m *fileModel) nameIndexString(s string, fx *facts) int32 {
-	if k, ok := m.nameIdx[s]; ok {
-		return k
-	}
 	return m.nameIndex([]byte(s), fx)
 }
 
-// nameIndex returns the index of name b in fx.names, adding it once per file.
+// nameIndex returns the index of name b in fx.names, adding it once per file. There is a
+// call site every few lines and a few dozen names per file: the lookup is a small
+// open-addressing table of the file's names, cheaper than hashing into a map.
 func (m *fileModel) nameIndex(b []byte, fx *facts) int32 {
-	if k, ok := m.nameIdx[string(b)]; ok {
+	t := &m.nameTab
+	if len(t.slots) == 0 {
+		t.slots = make([]int32, 64)
+	}
+	h := nameHash(b)
+	mask := uint32(len(t.slots) - 1)
+	for k := h & mask; ; k = (k + 1) & mask {
+		v := t.slots[k]
+		if v == 0 {
+			break
+		}
+		if fx.names[v-1] == string(b) {
+			return v - 1
+		}
+	}
+	k := int32(len(fx.names))
+	fx.names = append(fx.names, m.intern(b))
+	if 2*len(fx.names) > len(t.slots) {
+		t.slots = make([]int32, 2*len(t.slots))
+		mask = uint32(len(t.slots) - 1)
+		for i, n := range fx.names {
+			t.put(nameHash([]byte(n)), mask, int32(i)+1)
+		}
 		return k
 	}
-	if m.nameIdx == nil {
-		m.nameIdx = map[string]int32{}
-	}
-	s := m.intern(b)
-	k := int32(len(fx.names))
-	fx.names = append(fx.names, s)
-	m.nameIdx[s] = k
+	t.put(h, mask, k+1)
 	return k
+}
+
+// nameTable maps the names of one file to 1 + their index in facts.names (0: free slot).
+type nameTable struct{ slots []int32 }
+
+func (t *nameTable) put(h, mask uint32, v int32) {
+	k := h & mask
+	for t.slots[k] != 0 {
+		k = (k + 1) & mask
+	}
+	t.slots[k] = v
+}
+
+// nameHash is FNV-1a.
+func nameHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
 }
 
 // fastPathNames returns the variables named in the conditions of the if statements that
