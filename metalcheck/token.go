@@ -259,6 +259,7 @@ func splice(src []byte, p int) int {
 func (lx *lexer) run() {
 	src := lx.src
 	n := len(src)
+	toks := lx.toks // appended to here, in a register, and stored back at the end
 	for lx.pos < n {
 		c := src[lx.pos]
 		switch c {
@@ -297,7 +298,7 @@ func (lx *lexer) run() {
 				lx.pos = p
 				lx.bol = false
 				if !lx.code || lx.active {
-					lx.toks = append(lx.toks, Token{Kind: kind, first: c, Off: int32(start), End: int32(p)})
+					toks = append(toks, Token{Kind: kind, first: c, Off: int32(start), End: int32(p)})
 				}
 				continue
 			}
@@ -310,16 +311,19 @@ func (lx *lexer) run() {
 		switch {
 		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
 			kind == Punct && !(lx.pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
-			lx.toks = append(lx.toks, t) // emitCode's common case ([[ and ]] aside), without the call
+			toks = append(toks, t) // emitCode's common case ([[ and ]] aside), without the call
 		case lx.code:
+			lx.toks = toks
 			lx.emitCode(t)
+			toks = lx.toks
 		default:
-			lx.toks = append(lx.toks, t)
+			toks = append(toks, t)
 		}
 		if kind != Comment {
 			lx.bol = false
 		}
 	}
+	lx.toks = toks
 }
 
 // charClass marks identifier bytes: 1 may start one, 2 may continue one; 4 marks the
