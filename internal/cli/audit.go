@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -171,7 +172,13 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	case "sarif":
 		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
 	default:
-		err = metalcheck.WriteText(p.out, res)
+		// Buffered: a write per finding was a system call per finding, after the
+		// analysis, where nothing else runs alongside it.
+		bw := bufio.NewWriterSize(p.out, 64<<10)
+		err = metalcheck.WriteText(bw, res)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
 	}
 	if err != nil {
 		return err
