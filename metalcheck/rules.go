@@ -119,7 +119,31 @@ type candidate struct {
 	// enclosing the lock. One that is thread_local makes the lock a per-thread
 	// first-use path, not a per-call one.
 	fastPath []string
-	finding  Finding
+	finding  pendingFinding
+}
+
+// pendingFinding is what a candidate's finding needs from its file, without the parts
+// that its rule gives (a Finding is 232 bytes; most candidates never become one).
+type pendingFinding struct {
+	rule                *Rule
+	line, col           int32
+	function, statement string
+	fnClass, fnBare     string
+}
+
+// pending is finding for a candidate: the finding of rule at code token i, to be made
+// (with its message) if the candidate is judged one.
+func (m *fileModel) pending(i int32, rule string) pendingFinding {
+	f := m.finding(i, rule, "")
+	return pendingFinding{rule: rulesByKey[rule], line: int32(f.Line), col: int32(f.Col), function: f.Function,
+		statement: f.Statement, fnClass: f.fnClass, fnBare: f.fnBare}
+}
+
+// make returns the finding in file.
+func (p *pendingFinding) make(file string) Finding {
+	r := p.rule
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: file, Line: int(p.line), Col: int(p.col),
+		Function: p.function, Fix: r.Fix, Statement: p.statement, fnClass: p.fnClass, fnBare: p.fnBare}
 }
 
 type candKind uint8
@@ -273,7 +297,7 @@ func (m *fileModel) extract() (fx facts) {
 			if ev.release {
 				continue
 			}
-			fd := m.finding(ev.at, "MPS006", "")
+			fd := m.pending(ev.at, "MPS006")
 			where := f.name
 			if hot {
 				where = "an operator in native/mps/operations/"
@@ -775,7 +799,7 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 			return
 		}
 	}
-	c.finding = m.finding(i, "MPS002", "")
+	c.finding = m.pending(i, "MPS002")
 	fx.cands = append(fx.cands, c)
 }
 
@@ -846,7 +870,7 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 			return
 		}
 	}
-	cand.finding = m.finding(i, "MPS001", "")
+	cand.finding = m.pending(i, "MPS001")
 	fx.cands = append(fx.cands, cand)
 }
 
@@ -1084,7 +1108,7 @@ func looksLikeMember(name string) bool {
 // judge turns a candidate into a finding, or nothing.
 func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	d := st.resolve(c, file)
-	f := c.finding
+	f := c.finding.make(file)
 	switch c.kind {
 	case candContainer:
 		if d == nil || !d.Container || d.ThreadLocal || d.Const {
