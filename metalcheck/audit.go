@@ -139,6 +139,7 @@ func AuditSources(files map[string][]byte) []Finding {
 // them), sorts the findings and gives each its fingerprint.
 func judgeAll(all []facts, st *symtab) []Finding {
 	cg := newCallers(all)
+	judged := judgeCandidates(all, st)
 	var out []Finding
 	keep := func(f Finding) {
 		if !cg.excused(&f) {
@@ -149,10 +150,8 @@ func judgeAll(all []facts, st *symtab) []Finding {
 		for _, f := range all[fi].direct {
 			keep(f)
 		}
-		for ci := range all[fi].cands {
-			if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
-				keep(f)
-			}
+		for _, f := range judged[fi] {
+			keep(f)
 		}
 	}
 	sortFindings(out)
@@ -162,6 +161,53 @@ func judgeAll(all []facts, st *symtab) []Finding {
 		out = []Finding{}
 	}
 	return out
+}
+
+// parallelJudging is the number of candidates from which judging is split across the
+// processors: it runs after the last file is analysed, alone.
+const parallelJudging = 1000
+
+// judgeCandidates judges every file's candidates, returning the findings of each file in
+// candidate order. The symbol table is only read: with many candidates, runs of files
+// are judged in parallel.
+func judgeCandidates(all []facts, st *symtab) [][]Finding {
+	judged := make([][]Finding, len(all))
+	judge := func(from, to int) {
+		for fi := from; fi < to; fi++ {
+			for ci := range all[fi].cands {
+				if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
+					judged[fi] = append(judged[fi], f)
+				}
+			}
+		}
+	}
+	total := 0
+	for fi := range all {
+		total += len(all[fi].cands)
+	}
+	parts := runtime.GOMAXPROCS(0)
+	if total < parallelJudging || parts < 2 {
+		judge(0, len(all))
+		return judged
+	}
+	// Runs of files with about the same number of candidates each.
+	var wg sync.WaitGroup
+	from, seen := 0, 0
+	for p := 1; p <= parts; p++ {
+		to := from
+		for to < len(all) && (p == parts || seen < total*p/parts) {
+			seen += len(all[to].cands)
+			to++
+		}
+		wg.Add(1)
+		go func(from, to int) {
+			defer wg.Done()
+			judge(from, to)
+		}(from, to)
+		from = to
+	}
+	wg.Wait()
+	return judged
 }
 
 func sortFindings(fs []Finding) {
