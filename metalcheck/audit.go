@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -248,13 +249,19 @@ func dedupe(fs []Finding) []Finding {
 // text plus its rank among findings sharing all four, so that moving code up or down a file
 // keeps it, while editing the statement changes it.
 func fingerprint(fs []Finding) {
-	seen := map[string]int{}
+	seen := make(map[string]int, len(fs))
+	var buf []byte
 	for i := range fs {
 		f := &fs[i]
-		key := f.Rule + "\x00" + f.File + "\x00" + f.Function + "\x00" + f.Statement
-		n := seen[key]
-		seen[key] = n + 1
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", key, n)))
+		// The hashed text is rule, file, function, statement and rank, NUL-separated.
+		buf = append(buf[:0], f.Rule...)
+		buf = append(append(buf, 0), f.File...)
+		buf = append(append(buf, 0), f.Function...)
+		buf = append(append(buf, 0), f.Statement...)
+		n := seen[string(buf)]
+		seen[string(buf)] = n + 1
+		buf = strconv.AppendInt(append(buf, 0), int64(n), 10)
+		sum := sha256.Sum256(buf)
 		f.Fingerprint = hex.EncodeToString(sum[:8])
 	}
 }
