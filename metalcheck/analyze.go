@@ -491,15 +491,21 @@ func (m *fileModel) isBlockOpen(i int32) bool {
 	return false
 }
 
-var lambdaSpecifiers = map[string]bool{"mutable": true, "constexpr": true, "consteval": true,
-	"noexcept": true, "static": true}
+// isLambdaSpecifier: words between a lambda's parameters and its body.
+func isLambdaSpecifier(b []byte) bool {
+	switch string(b) {
+	case "mutable", "constexpr", "consteval", "noexcept", "static":
+		return true
+	}
+	return false
+}
 
 // isLambdaOpen: [..]{, [..](..){, [..](..) mutable -> T {.
 func (m *fileModel) isLambdaOpen(i int32) bool {
 	k := i - 1
 	for steps := 0; k >= 0 && steps < 16; steps++ {
 		switch {
-		case m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))]:
+		case m.isIdent(k) && isLambdaSpecifier(m.tb(k)):
 			k--
 			continue
 		case m.is(k, ")") && m.match[k] > 0 && m.is(m.match[k]-1, "noexcept"):
@@ -527,7 +533,7 @@ func (m *fileModel) isLambdaOpen(i int32) bool {
 			return false
 		}
 		k = j - 1
-		for k >= 0 && m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))] {
+		for k >= 0 && m.isIdent(k) && isLambdaSpecifier(m.tb(k)) {
 			k--
 		}
 	}

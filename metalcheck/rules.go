@@ -715,15 +715,27 @@ func (m *fileModel) primitiveDefinition(f *function, fx *facts) {
 	fx.primitives = append(fx.primitives, primitiveDef{bare: f.bare, selfLocked: locks})
 }
 
-var mutators = map[string]bool{"insert": true, "emplace": true, "try_emplace": true, "emplace_hint": true,
-	"insert_or_assign": true, "push_back": true, "emplace_back": true, "push_front": true, "emplace_front": true,
-	"pop_back": true, "pop_front": true, "push": true, "pop": true, "erase": true, "clear": true,
-	"resize": true, "swap": true, "merge": true, "extract": true}
+// isMutator: container methods that change the container (asked of every x.f( call).
+func isMutator(b []byte) bool {
+	switch string(b) {
+	case "insert", "emplace", "try_emplace", "emplace_hint", "insert_or_assign", "push_back",
+		"emplace_back", "push_front", "emplace_front", "pop_back", "pop_front", "push", "pop",
+		"erase", "clear", "resize", "swap", "merge", "extract":
+		return true
+	}
+	return false
+}
 
-var objcMutators = map[string]bool{"setObject": true, "addObject": true, "removeObjectForKey": true,
-	"removeAllObjects": true, "removeObject": true, "setValue": true, "insertObject": true,
-	"removeLastObject": true, "addEntriesFromDictionary": true, "removeObjectsForKeys": true,
-	"setObject:forKeyedSubscript": true}
+// isObjCMutator: Foundation messages that change a mutable collection.
+func isObjCMutator(b []byte) bool {
+	switch string(b) {
+	case "setObject", "addObject", "removeObjectForKey", "removeAllObjects", "removeObject",
+		"setValue", "insertObject", "removeLastObject", "addEntriesFromDictionary",
+		"removeObjectsForKeys", "setObject:forKeyedSubscript":
+		return true
+	}
+	return false
+}
 
 // rootRef reports whether the identifier at i is a plain reference to a variable (x,
 // this->x, self->x, C::x) and returns its qualifier.
@@ -757,7 +769,7 @@ func (m *fileModel) containerMutation(i, fi int32, fx *facts) {
 	mut := false
 	switch {
 	case (m.is(i+1, ".") || m.is(i+1, "->")) && m.isIdent(i+2) && m.is(i+3, "("):
-		mut = mutators[string(m.tb(i+2))]
+		mut = isMutator(m.tb(i + 2))
 	case m.is(i+1, "["):
 		if c := m.match[i+1]; c > i+1 && m.is(c+1, "=") {
 			mut = true
@@ -775,7 +787,7 @@ func (m *fileModel) objcMutation(i, fi int32, fx *facts) {
 	if (m.is(x, "self") || m.is(x, "this")) && m.is(x+1, "->") {
 		x += 2
 	}
-	if !m.isIdent(x) || !m.isIdent(x+1) || !objcMutators[string(m.tb(x+1))] {
+	if !m.isIdent(x) || !m.isIdent(x+1) || !isObjCMutator(m.tb(x+1)) {
 		return
 	}
 	if !(m.is(x+2, ":") || m.is(x+2, "]")) {
@@ -803,7 +815,14 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 	fx.cands = append(fx.cands, c)
 }
 
-var nullWords = map[string]bool{"nullptr": true, "nil": true, "NULL": true, "0": true, "Nil": true}
+// isNullWord: the spellings of a null pointer.
+func isNullWord(b []byte) bool {
+	switch string(b) {
+	case "nullptr", "nil", "NULL", "0", "Nil":
+		return true
+	}
+	return false
+}
 
 // nullInit: if (!x) x = ...; if (x == nullptr) { x = ...; } with an assignment made with
 // no lock held.
@@ -824,14 +843,14 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 		if at < 0 || at+1 != cl {
 			return
 		}
-	case nullWords[string(m.tb(c))] && m.is(c+1, "=="):
+	case isNullWord(m.tb(c)) && m.is(c+1, "=="):
 		at = m.refEnd(c+2, cl)
 		if at < 0 || at+1 != cl {
 			return
 		}
 	default:
 		at = m.refEnd(c, cl)
-		if at < 0 || !m.is(at+1, "==") || !nullWords[string(m.tb(at+2))] || at+3 != cl {
+		if at < 0 || !m.is(at+1, "==") || !isNullWord(m.tb(at+2)) || at+3 != cl {
 			return
 		}
 	}
