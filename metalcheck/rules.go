@@ -971,7 +971,6 @@ type memberKey struct{ class, name string }
 type symtab struct {
 	members map[memberKey]declView
 	globals map[string]globalDecls
-	classes map[string]bool
 	// single and many: classes with a process-wide object, and classes with many (per
 	// thread, in a container or array); derived lists each class's derived classes.
 	single, many map[string]bool
@@ -1015,7 +1014,7 @@ type globalDecls struct {
 func newSymtab(files int) *symtab {
 	n := 64 * files // about the members, and the globals, of a 64 KB source
 	return &symtab{members: make(map[memberKey]declView, n), globals: make(map[string]globalDecls, n),
-		classes: map[string]bool{}, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+		single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
 }
 
 // addFacts merges one file's declarations, instances and base classes. Files are added
@@ -1059,7 +1058,6 @@ func (st *symtab) add(d *Decl) {
 		v := st.members[k]
 		v.merge(d)
 		st.members[k] = v
-		st.classes[d.Class] = true
 		return
 	}
 	g, ok := st.globals[d.Name]
