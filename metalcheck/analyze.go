@@ -936,15 +936,32 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 		default:
 			f.bare = m.text(nameAt)
 		}
-		qual := ""
+		// The qualifiers, A::B:: before the name: the name is A::B::bare, the class B;
+		// built in one string, of which class and bare are parts.
+		q := nameAt
 		for k := nameAt - 1; k > head && m.is(k, "::") && m.isIdent(k-1); k -= 2 {
-			qual = m.text(k-1) + "::" + qual
+			q = k - 1
 		}
-		f.name = qual + f.bare
-		if qual != "" {
-			parts := strings.Split(strings.TrimSuffix(qual, "::"), "::")
-			f.class = parts[len(parts)-1]
+		if q == nameAt {
+			f.name = f.bare
+			break
 		}
+		var sb strings.Builder
+		size := len(f.bare)
+		for k := q; k < nameAt; k += 2 {
+			size += len(m.tb(k)) + 2
+		}
+		sb.Grow(size)
+		classAt := 0
+		for k := q; k < nameAt; k += 2 {
+			classAt = sb.Len()
+			sb.Write(m.tb(k))
+			sb.WriteString("::")
+		}
+		sb.WriteString(f.bare)
+		f.name = sb.String()
+		f.class = f.name[classAt : len(f.name)-len(f.bare)-2]
+		f.bare = f.name[len(f.name)-len(f.bare):]
 		break
 	}
 	if f.class == "" {
