@@ -358,10 +358,15 @@ func isControlWord(b []byte) bool {
 // is not an identifier, so it never matches a real lock.
 const callerHeld = "<caller>"
 
-// regionCallees are calls whose block or lambda argument runs with a lock held (a serial
+// isRegionCallee: calls whose block or lambda argument runs with a lock held (a serial
 // queue counts as a lock).
-var regionCallees = map[string]bool{"dispatch_sync": true, "dispatch_sync_with_rethrow": true,
-	"dispatch_barrier_sync": true, "call_once": true}
+func isRegionCallee(b []byte) bool {
+	switch string(b) {
+	case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync", "call_once":
+		return true
+	}
+	return false
+}
 
 // openScope classifies the '{' at i whose statement started at stmt.
 func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
@@ -396,7 +401,9 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	}
 	sc.kind = kind
 	if (kind == scLambda || kind == scBlock) && innerParen > 0 && m.is(innerParen, "(") {
-		if callee := m.lastIdent(innerParen-1, innerParen); regionCallees[callee] {
+		// The callee is the name before the parenthesis (lastIdent of that one token).
+		if m.isIdent(innerParen-1) && isRegionCallee(m.tb(innerParen-1)) {
+			callee := m.text(innerParen - 1)
 			end := m.topLevelComma(innerParen+1, i)
 			sc.region = m.lastName(innerParen+1, end)
 			if sc.region == "" {

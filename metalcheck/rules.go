@@ -661,7 +661,6 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if !m.is(i+1, "(") {
 		return
 	}
-	name := m.text(i)
 	prev := i - 1
 	external := m.is(prev, ".") || m.is(prev, "->")
 	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
@@ -670,12 +669,13 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if m.isIdent(prev) && !isNotDeclPrev(m.tb(prev)) || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
 		return // a declaration, not a call
 	}
-	if name == "synchronize" && external {
+	if external && m.is(i, "synchronize") {
 		return
 	}
 	if m.locked(i) {
 		return
 	}
+	name := m.text(i)
 	fd := m.finding(i, "MPS004",
 		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name))
 	fd.callee = name
