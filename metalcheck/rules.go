@@ -1125,7 +1125,7 @@ func looksLikeMember(name string) bool {
 // judge turns a candidate into a finding, or nothing.
 func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	d := st.resolve(c, file)
-	f := c.finding.make(file)
+	var f Finding // made only for a finding: most candidates are not one
 	switch c.kind {
 	case candContainer:
 		if d == nil || !d.Container || d.ThreadLocal || d.Const {
@@ -1134,6 +1134,7 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		if d.Member && c.inCtor {
 			return f, false
 		}
+		f = c.finding.make(file)
 		what := "static container"
 		if d.Member {
 			what = "member container"
@@ -1149,11 +1150,13 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		case d != nil && d.ThreadLocal:
 			return f, false
 		case d != nil && d.Static:
+			f = c.finding.make(file)
 			r := rulesByKey["MPS001"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.qualified(), d.File, d.Line)
 			return f, true
 		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
+			f = c.finding.make(file)
 			r := rulesByKey["MPS003"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
@@ -1174,9 +1177,11 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			if !st.processWide(d.Class) {
 				return f, false // a per-object (per-stream) lock
 			}
+			f = c.finding.make(file)
 			f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.Class, d.File, d.Line, c.where)
 			return f, true
 		}
+		f = c.finding.make(file)
 		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.File, d.Line, c.where)
 		return f, true
 	}
