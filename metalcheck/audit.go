@@ -63,20 +63,16 @@ func Audit(ctx context.Context, opts Options) (*Report, error) {
 	all := make([]facts, len(files))
 	sizes := make([]int64, len(files))
 	errs := make([]error, len(files))
-	// Every index is queued up front and the workers take the files in order. The worker
-	// that finishes a file merges the declarations of the files analysed so far, in file
-	// order (as judging expects), into the symbol table, so that little of the table is
-	// left to build after the last file. (A goroutine of its own for the merging waited
-	// for a processor, both busy with workers, and left most of it for the end.)
+	// Every index is queued up front: the workers take the files in order, and this
+	// goroutine, instead of feeding them, merges each file's declarations into the symbol
+	// table as soon as it and the files before it are analysed (in file order, as judging
+	// expects), so that little of the table is left to build after the last file.
 	next := make(chan int, len(files))
 	for i := range files {
 		next <- i
 	}
 	close(next)
-	st := newSymtab(len(files))
-	var mu sync.Mutex // guards ready, merged and st
-	ready := make([]bool, len(files))
-	merged := 0
+	done := make(chan int, len(files))
 	var wg sync.WaitGroup
 	for w := 0; w < workers && w < len(files); w++ {
 		wg.Add(1)
@@ -95,17 +91,24 @@ func Audit(ctx context.Context, opts Options) (*Report, error) {
 					sizes[i] = int64(len(src))
 					all[i] = a.analyze(files[i], src).extract()
 				}
-				mu.Lock()
-				ready[i] = true
-				for merged < len(files) && ready[merged] {
-					st.addFacts(&all[merged])
-					merged++
-				}
-				mu.Unlock()
+				done <- i
 			}
 		}()
 	}
-	wg.Wait()
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	st := newSymtab(len(files))
+	ready := make([]bool, len(files))
+	merged := 0
+	for i := range done {
+		ready[i] = true
+		for merged < len(files) && ready[merged] {
+			st.addFacts(&all[merged])
+			merged++
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
