@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -172,13 +171,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	case "sarif":
 		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
 	default:
-		// Buffered: a write per finding was a system call per finding, after the
-		// analysis, where nothing else runs alongside it.
-		bw := bufio.NewWriterSize(p.out, 64<<10)
-		err = metalcheck.WriteText(bw, res)
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
-		}
+		err = metalcheck.WriteText(p.out, res) // one write: see WriteText
 	}
 	if err != nil {
 		return err
