@@ -969,8 +969,9 @@ type memberKey struct{ class, name string }
 // once, when the table is: judging a candidate is a map lookup, so a name declared D times
 // (a file-static repeated in every file) costs O(D) in all, not O(D²) per candidate.
 type symtab struct {
-	members map[memberKey]declView
+	members map[memberKey]declView // made when the first file is added
 	globals map[string]globalDecls
+	files   int // how many files will be added
 	// single and many: classes with a process-wide object, and classes with many (per
 	// thread, in a container or array); derived lists each class's derived classes.
 	single, many map[string]bool
@@ -1010,16 +1011,28 @@ type globalDecls struct {
 	byFile map[string]*declView // nil while every declaration is in file
 }
 
-// newSymtab returns an empty table for the declarations of about files files.
+// newSymtab returns an empty table for the declarations of files files.
 func newSymtab(files int) *symtab {
-	n := 64 * files // about the members, and the globals, of a 64 KB source
-	return &symtab{members: make(map[memberKey]declView, n), globals: make(map[string]globalDecls, n),
-		single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
 }
 
 // addFacts merges one file's declarations, instances and base classes. Files are added
 // in audit order: the first declaration of a name is the one findings cite.
 func (st *symtab) addFacts(fx *facts) {
+	if st.members == nil {
+		// Sized from the first file, as if every file declared as many members and
+		// globals (and a quarter more, at most 65,536 each): a map regrown while
+		// thousands of declarations go in rehashes them all.
+		nm := 0
+		for di := range fx.decls {
+			if fx.decls[di].Class != "" {
+				nm++
+			}
+		}
+		size := func(n int) int { return min((n*st.files+3)*5/4, 1<<16) }
+		st.members = make(map[memberKey]declView, size(nm))
+		st.globals = make(map[string]globalDecls, size(len(fx.decls)-nm))
+	}
 	for di := range fx.decls {
 		st.add(&fx.decls[di])
 	}
