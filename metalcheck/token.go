@@ -259,27 +259,29 @@ func splice(src []byte, p int) int {
 func (lx *lexer) run() {
 	src := lx.src
 	n := len(src)
-	toks := lx.toks // appended to here, in a register, and stored back at the end
-	for lx.pos < n {
-		c := src[lx.pos]
+	// The position, start-of-line flag and token slice live in locals (registers) and
+	// go through the lexer only around scan and emitCode.
+	toks, pos, bol := lx.toks, lx.pos, lx.bol
+	for pos < n {
+		c := src[pos]
 		switch c {
 		case '\n':
-			lx.pos++
-			lx.bol = true
+			pos++
+			bol = true
 			continue
 		case ' ', '\t', '\r', '\f', '\v':
-			lx.pos++
-			for lx.pos < n && (src[lx.pos] == ' ' || src[lx.pos] == '\t') { // indentation
-				lx.pos++
+			pos++
+			for pos < n && (src[pos] == ' ' || src[pos] == '\t') { // indentation
+				pos++
 			}
 			continue
 		case '\\':
-			if k := splice(src, lx.pos); k > 0 {
-				lx.pos += k
+			if k := splice(src, pos); k > 0 {
+				pos += k
 				continue
 			}
 		}
-		start := lx.pos
+		start := pos
 		// Fast paths for the two commonest tokens, identifiers (those not followed by a
 		// quote, which may be an encoding prefix) and one-byte punctuators that never
 		// combine; both are kept in code mode while the branch is live.
@@ -295,22 +297,24 @@ func (lx *lexer) run() {
 				if cls&4 != 0 {
 					kind = Punct
 				}
-				lx.pos = p
-				lx.bol = false
+				pos = p
+				bol = false
 				if !lx.code || lx.active {
 					toks = append(toks, Token{Kind: kind, first: c, Off: int32(start), End: int32(p)})
 				}
 				continue
 			}
 		}
+		lx.pos, lx.bol = pos, bol
 		kind := lx.scan(c)
-		if lx.pos <= start { // defensive: always make progress
-			lx.pos = start + 1
+		pos = lx.pos
+		if pos <= start { // defensive: always make progress
+			pos = start + 1
 		}
-		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos)}
+		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(pos)}
 		switch {
 		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
-			kind == Punct && !(lx.pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
+			kind == Punct && !(pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
 			toks = append(toks, t) // emitCode's common case ([[ and ]] aside), without the call
 		case lx.code:
 			lx.toks = toks
@@ -320,10 +324,10 @@ func (lx *lexer) run() {
 			toks = append(toks, t)
 		}
 		if kind != Comment {
-			lx.bol = false
+			bol = false
 		}
 	}
-	lx.toks = toks
+	lx.toks, lx.pos, lx.bol = toks, pos, bol
 }
 
 // charClass marks identifier bytes: 1 may start one, 2 may continue one; 4 marks the
