@@ -432,13 +432,17 @@ func (t *nameTable) put(h, mask uint32, v int32) {
 	t.slots[k] = v
 }
 
-// nameHash is FNV-1a.
+// nameHash mixes a name's length and its first, middle and last bytes: a table holds a
+// few dozen names, and a collision costs only a comparison.
 func nameHash(b []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
+	n := len(b)
+	if n == 0 {
+		return 0
 	}
-	return h
+	h := uint32(n)*0x9E3779B1 ^ uint32(b[0])<<16 ^ uint32(b[n/2])<<8 ^ uint32(b[n-1])
+	h ^= h >> 15
+	h *= 0x85EBCA6B
+	return h ^ h>>13
 }
 
 // fastPathNames returns the variables named in the conditions of the if statements that
