@@ -235,9 +235,10 @@ func (m *fileModel) extract() (fx facts) {
 				fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.text(i+2))))
 			}
 		}
-		sc := m.scopeOf[i]
-		fi := m.scopes[sc].fn
-		if fi < 0 || i == m.funcs[fi].open {
+		// (A function's own '{', which belongs to its scope, never gets here: only
+		// identifiers, && and [ do.)
+		fi := m.scopes[m.scopeOf[i]].fn
+		if fi < 0 {
 			continue
 		}
 		f := &m.funcs[fi]
