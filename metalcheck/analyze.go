@@ -1481,8 +1481,13 @@ func (m *fileModel) isLocal(fi int32, name string) bool {
 	}
 	f.localScans++
 	start, end := m.localRange(f)
-	for k := start; k < end; k++ {
-		if m.is(k, name) && m.localDeclAt(k) {
+	if start < 0 || start >= end {
+		return false
+	}
+	// m.is(k, name) for each token, with the name's length and first byte read once.
+	size, first := int32(len(name)), name[0]
+	for k, t := range m.code[start:end] {
+		if t.End-t.Off == size && t.first == first && string(m.src[t.Off:t.End]) == name && m.localDeclAt(start+int32(k)) {
 			return true
 		}
 	}
