@@ -161,8 +161,8 @@ func TestAuditDeterministicAcrossWorkers(t *testing.T) {
 }
 
 // TestAuditManyFilesMatchesSerial audits a generated tree large enough for the parallel
-// paths (files merged into the symbol table by whichever worker finishes them, candidates
-// judged in parallel) and compares with the serial AuditSources of the same files, with
+// paths (files merged into the symbol table, in file order, as the workers finish them in
+// any order; candidates judged in parallel) and compares with the serial AuditSources of the same files, with
 // names repeated across files so that the order of the merge matters ("declared" cites
 // the first file's declaration).
 func TestAuditManyFilesMatchesSerial(t *testing.T) {
