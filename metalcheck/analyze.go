@@ -112,8 +112,10 @@ type fileModel struct {
 	instances  []instance
 	bases      []classBase
 	names      map[string]string // interned names (callees, classes of instances)
-	nameIdx    map[string]int32  // index of a name in facts.names
+	nameTab    nameTable         // index of a name in facts.names
 	objcClass  string            // the @implementation being built, while build runs
+	lines      lineCursor        // line and column of the tokens findings and declarations point at
+	arena      *arena            // the worker's buffers
 }
 
 // instance records that a declaration holds objects of a class: one process-wide object
@@ -151,6 +153,19 @@ func (m *fileModel) is(i int32, s string) bool {
 	return len(s) == 1 || string(m.src[t.Off:t.End]) == s
 }
 
+// b1 returns the byte of code token i when the token is one byte long (a one-byte
+// punctuator, or a one-letter name), else 0: m.b1(i) == '<' is m.is(i, "<"), read once
+// for a switch over several punctuators.
+func (m *fileModel) b1(i int32) byte {
+	if i < 0 || int(i) >= len(m.code) {
+		return 0
+	}
+	if t := &m.code[i]; t.End-t.Off == 1 {
+		return t.first
+	}
+	return 0
+}
+
 func (m *fileModel) isIdent(i int32) bool {
 	return i >= 0 && int(i) < len(m.code) && m.code[i].Kind == Ident
 }
@@ -185,11 +200,16 @@ type arena struct {
 	funcs          []function
 	decls          []Decl // copied out, at its final size, by extract
 	src            []byte
+	// Facts are gathered here and copied out at their final size by extract, so that
+	// the slices regrown for each file are the worker's, not garbage per file.
+	cands   []candidate
+	calls   []callSite
+	callers []caller
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
 	clear(a.funcs) // drop the previous file's maps before reuse
-	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0], decls: a.decls[:0]}
+	m := &fileModel{path: path, src: src, scopes: a.scopes[:0], funcs: a.funcs[:0], decls: a.decls[:0], arena: a}
 	m.code, m.directives = lexCode(a.code, a.dirs, src)
 	n := len(m.code)
 	if cap(a.scopeOf) < n {
@@ -218,10 +238,23 @@ func (m *fileModel) build() {
 	var parens []int32 // open ( and [
 	var stmts []int32  // statement starts saved across expression scopes
 	stmt := int32(0)
+	code, scopeOf := m.code, m.scopeOf[:n]
 	for i := int32(0); i < n; i++ {
 		cur := stack[len(stack)-1]
-		m.scopeOf[i] = cur
-		t := m.code[i]
+		// Most tokens only belong to the current scope: a tight loop takes them up to
+		// the next bracket, semicolon or ObjC @keyword.
+		for ; i < n; i++ {
+			t := &code[i]
+			if t.End-t.Off == 1 && buildStops[t.first] || t.first == '@' {
+				break
+			}
+			scopeOf[i] = cur
+		}
+		if i == n {
+			break
+		}
+		scopeOf[i] = cur
+		t := code[i]
 		if t.Kind == Ident && t.End-t.Off > 1 && t.first == '@' {
 			switch {
 			case m.is(i, "@end"):
@@ -303,6 +336,14 @@ func (m *fileModel) build() {
 	}
 }
 
+// buildStops are the one-byte tokens build acts on.
+var buildStops = func() (t [256]bool) {
+	for _, c := range []byte("()[]{};") {
+		t[c] = true
+	}
+	return t
+}()
+
 // isControlWord: statements whose braces are control blocks, not functions or classes.
 func isControlWord(b []byte) bool {
 	switch string(b) {
@@ -317,10 +358,15 @@ func isControlWord(b []byte) bool {
 // is not an identifier, so it never matches a real lock.
 const callerHeld = "<caller>"
 
-// regionCallees are calls whose block or lambda argument runs with a lock held (a serial
+// isRegionCallee: calls whose block or lambda argument runs with a lock held (a serial
 // queue counts as a lock).
-var regionCallees = map[string]bool{"dispatch_sync": true, "dispatch_sync_with_rethrow": true,
-	"dispatch_barrier_sync": true, "call_once": true}
+func isRegionCallee(b []byte) bool {
+	switch string(b) {
+	case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync", "call_once":
+		return true
+	}
+	return false
+}
 
 // openScope classifies the '{' at i whose statement started at stmt.
 func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
@@ -355,7 +401,9 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	}
 	sc.kind = kind
 	if (kind == scLambda || kind == scBlock) && innerParen > 0 && m.is(innerParen, "(") {
-		if callee := m.lastIdent(innerParen-1, innerParen); regionCallees[callee] {
+		// The callee is the name before the parenthesis (lastIdent of that one token).
+		if m.isIdent(innerParen-1) && isRegionCallee(m.tb(innerParen-1)) {
+			callee := m.text(innerParen - 1)
 			end := m.topLevelComma(innerParen+1, i)
 			sc.region = m.lastName(innerParen+1, end)
 			if sc.region == "" {
@@ -450,15 +498,21 @@ func (m *fileModel) isBlockOpen(i int32) bool {
 	return false
 }
 
-var lambdaSpecifiers = map[string]bool{"mutable": true, "constexpr": true, "consteval": true,
-	"noexcept": true, "static": true}
+// isLambdaSpecifier: words between a lambda's parameters and its body.
+func isLambdaSpecifier(b []byte) bool {
+	switch string(b) {
+	case "mutable", "constexpr", "consteval", "noexcept", "static":
+		return true
+	}
+	return false
+}
 
 // isLambdaOpen: [..]{, [..](..){, [..](..) mutable -> T {.
 func (m *fileModel) isLambdaOpen(i int32) bool {
 	k := i - 1
 	for steps := 0; k >= 0 && steps < 16; steps++ {
 		switch {
-		case m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))]:
+		case m.isIdent(k) && isLambdaSpecifier(m.tb(k)):
 			k--
 			continue
 		case m.is(k, ")") && m.match[k] > 0 && m.is(m.match[k]-1, "noexcept"):
@@ -486,7 +540,7 @@ func (m *fileModel) isLambdaOpen(i int32) bool {
 			return false
 		}
 		k = j - 1
-		for k >= 0 && m.isIdent(k) && lambdaSpecifiers[string(m.tb(k))] {
+		for k >= 0 && m.isIdent(k) && isLambdaSpecifier(m.tb(k)) {
 			k--
 		}
 	}
@@ -606,15 +660,19 @@ func (m *fileModel) objcHeaderEnd(s, e int32) int32 {
 func (m *fileModel) angleEnd(s, e int32) int32 {
 	depth := 0
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "<"):
+		switch m.b1(j) {
+		case '<':
 			depth++
-		case m.is(j, ">"):
+		case '>':
 			depth--
-		case m.is(j, ">>"):
-			depth -= 2
-		case m.is(j, "(") && m.match[j] > j && m.match[j] < e:
-			j = m.match[j]
+		case '(':
+			if m.match[j] > j && m.match[j] < e {
+				j = m.match[j]
+			}
+		case 0:
+			if m.is(j, ">>") {
+				depth -= 2
+			}
 		}
 		if depth <= 0 {
 			return j + 1
@@ -644,20 +702,22 @@ func (m *fileModel) topLevelParen(s, e int32) int32 {
 func (m *fileModel) ctorColon(s, e int32) int32 {
 	seenParen := false
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "(") || m.is(j, "["):
+		switch c := m.b1(j); c {
+		case '(', '[':
 			if m.match[j] > j && m.match[j] < e {
-				if m.is(j, "(") {
+				if c == '(' {
 					seenParen = true
 				}
 				j = m.match[j]
 			}
-		case m.is(j, "{"):
+		case '{':
 			if m.match[j] > j && m.match[j] < e {
 				j = m.match[j]
 			}
-		case m.is(j, ":") && seenParen:
-			return j
+		case ':':
+			if seenParen {
+				return j
+			}
 		}
 	}
 	return -1
@@ -666,12 +726,12 @@ func (m *fileModel) ctorColon(s, e int32) int32 {
 // topLevelComma returns the first ',' in [s, e) outside brackets, or e.
 func (m *fileModel) topLevelComma(s, e int32) int32 {
 	for j := s; j < e; j++ {
-		switch {
-		case m.is(j, "(") || m.is(j, "[") || m.is(j, "{"):
+		switch m.b1(j) {
+		case '(', '[', '{':
 			if m.match[j] > j {
 				j = m.match[j]
 			}
-		case m.is(j, ","):
+		case ',':
 			return j
 		}
 	}
@@ -883,15 +943,32 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 		default:
 			f.bare = m.text(nameAt)
 		}
-		qual := ""
+		// The qualifiers, A::B:: before the name: the name is A::B::bare, the class B;
+		// built in one string, of which class and bare are parts.
+		q := nameAt
 		for k := nameAt - 1; k > head && m.is(k, "::") && m.isIdent(k-1); k -= 2 {
-			qual = m.text(k-1) + "::" + qual
+			q = k - 1
 		}
-		f.name = qual + f.bare
-		if qual != "" {
-			parts := strings.Split(strings.TrimSuffix(qual, "::"), "::")
-			f.class = parts[len(parts)-1]
+		if q == nameAt {
+			f.name = f.bare
+			break
 		}
+		var sb strings.Builder
+		size := len(f.bare)
+		for k := q; k < nameAt; k += 2 {
+			size += len(m.tb(k)) + 2
+		}
+		sb.Grow(size)
+		classAt := 0
+		for k := q; k < nameAt; k += 2 {
+			classAt = sb.Len()
+			sb.Write(m.tb(k))
+			sb.WriteString("::")
+		}
+		sb.WriteString(f.bare)
+		f.name = sb.String()
+		f.class = f.name[classAt : len(f.name)-len(f.bare)-2]
+		f.bare = f.name[len(f.name)-len(f.bare):]
 		break
 	}
 	if f.class == "" {
@@ -1005,21 +1082,22 @@ typ:
 	angle := 0
 scan:
 	for j := s; j < e; j++ {
+		c := m.b1(j)
 		switch {
-		case m.is(j, "<") && j > s && (m.isIdent(j-1) || m.is(j-1, "::")):
+		case c == '<' && j > s && (m.isIdent(j-1) || m.is(j-1, "::")):
 			angle++
-		case m.is(j, ">") && angle > 0:
+		case c == '>' && angle > 0:
 			angle--
-		case m.is(j, ">>") && angle > 0:
+		case angle > 0 && m.is(j, ">>"):
 			angle -= 2
 			if angle < 0 {
 				angle = 0
 			}
 		case angle > 0:
-			if (m.is(j, "(") || m.is(j, "[") || m.is(j, "{")) && m.match[j] > j && m.match[j] < e {
+			if (c == '(' || c == '[' || c == '{') && m.match[j] > j && m.match[j] < e {
 				j = m.match[j]
 			}
-		case m.is(j, "=") || m.is(j, "(") || m.is(j, "{") || m.is(j, "[") || m.is(j, ":") || m.is(j, ","):
+		case c == '=' || c == '(' || c == '{' || c == '[' || c == ':' || c == ',':
 			stop = j
 			break scan
 		}
@@ -1076,8 +1154,7 @@ scan:
 	}
 	d.Local = fn >= 0
 	m.recordInstances(&d, typeStart, qualStart, m.is(stop, "["))
-	t := m.code[nameAt]
-	d.Line, d.Col = int(t.Line), int(t.Col)
+	d.Line, d.Col = m.lines.pos(m.src, int(m.code[nameAt].Off))
 	if fn >= 0 {
 		f := &m.funcs[fn]
 		if f.statics == nil {
@@ -1404,8 +1481,13 @@ func (m *fileModel) isLocal(fi int32, name string) bool {
 	}
 	f.localScans++
 	start, end := m.localRange(f)
-	for k := start; k < end; k++ {
-		if m.is(k, name) && m.localDeclAt(k) {
+	if start < 0 || start >= end {
+		return false
+	}
+	// m.is(k, name) for each token, with the name's length and first byte read once.
+	size, first := int32(len(name)), name[0]
+	for k, t := range m.code[start:end] {
+		if t.End-t.Off == size && t.first == first && string(m.src[t.Off:t.End]) == name && m.localDeclAt(start+int32(k)) {
 			return true
 		}
 	}

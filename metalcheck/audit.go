@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -63,42 +63,59 @@ func Audit(ctx context.Context, opts Options) (*Report, error) {
 	all := make([]facts, len(files))
 	sizes := make([]int64, len(files))
 	errs := make([]error, len(files))
+	// Every index is queued up front: the workers take the files in order, and this
+	// goroutine, instead of feeding them, merges each file's declarations into the symbol
+	// table as soon as it and the files before it are analysed (in file order, as judging
+	// expects), so that little of the table is left to build after the last file.
+	next := make(chan int, len(files))
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	done := make(chan int, len(files))
 	var wg sync.WaitGroup
-	next := make(chan int)
 	for w := 0; w < workers && w < len(files); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var a arena
 			for i := range next {
+				if ctx.Err() != nil {
+					return
+				}
 				src, err := readInto(a.src, filepath.Join(opts.Root, filepath.FromSlash(files[i])))
 				if err != nil {
 					errs[i] = fmt.Errorf("audit: read %s: %w", files[i], err)
-					continue
+				} else {
+					a.src = src
+					sizes[i] = int64(len(src))
+					all[i] = a.analyze(files[i], src).extract()
 				}
-				a.src = src
-				sizes[i] = int64(len(src))
-				all[i] = a.analyze(files[i], src).extract()
+				done <- i
 			}
 		}()
 	}
-feed:
-	for i := range files {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	st := newSymtab(len(files))
+	ready := make([]bool, len(files))
+	merged := 0
+	for i := range done {
+		ready[i] = true
+		for merged < len(files) && ready[merged] {
+			st.addFacts(&all[merged])
+			merged++
 		}
 	}
-	close(next)
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	rep := &Report{Root: opts.Root, Files: len(files), Findings: judgeAll(all)}
+	rep := &Report{Root: opts.Root, Files: len(files), Findings: judgeAll(all, st)}
 	for _, s := range sizes {
 		rep.Bytes += s
 	}
@@ -114,17 +131,19 @@ func AuditSources(files map[string][]byte) []Finding {
 	}
 	sort.Strings(names)
 	all := make([]facts, len(names))
+	st := newSymtab(len(names))
 	for i, n := range names {
 		all[i] = analyze(n, files[n]).extract()
+		st.addFacts(&all[i])
 	}
-	return judgeAll(all)
+	return judgeAll(all, st)
 }
 
-// judgeAll resolves candidates against the declarations of all files, sorts the findings
-// and gives each its fingerprint.
-func judgeAll(all []facts) []Finding {
-	st := newSymtab(all)
+// judgeAll resolves candidates against the declarations of all files (st, which holds
+// them), sorts the findings and gives each its fingerprint.
+func judgeAll(all []facts, st *symtab) []Finding {
 	cg := newCallers(all)
+	judged := judgeCandidates(all, st)
 	var out []Finding
 	keep := func(f Finding) {
 		if !cg.excused(&f) {
@@ -135,10 +154,8 @@ func judgeAll(all []facts) []Finding {
 		for _, f := range all[fi].direct {
 			keep(f)
 		}
-		for ci := range all[fi].cands {
-			if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
-				keep(f)
-			}
+		for _, f := range judged[fi] {
+			keep(f)
 		}
 	}
 	sortFindings(out)
@@ -148,6 +165,53 @@ func judgeAll(all []facts) []Finding {
 		out = []Finding{}
 	}
 	return out
+}
+
+// parallelJudging is the number of candidates from which judging is split across the
+// processors: it runs after the last file is analysed, alone.
+const parallelJudging = 1000
+
+// judgeCandidates judges every file's candidates, returning the findings of each file in
+// candidate order. The symbol table is only read: with many candidates, runs of files
+// are judged in parallel.
+func judgeCandidates(all []facts, st *symtab) [][]Finding {
+	judged := make([][]Finding, len(all))
+	judge := func(from, to int) {
+		for fi := from; fi < to; fi++ {
+			for ci := range all[fi].cands {
+				if f, ok := st.judge(&all[fi].cands[ci], all[fi].path); ok {
+					judged[fi] = append(judged[fi], f)
+				}
+			}
+		}
+	}
+	total := 0
+	for fi := range all {
+		total += len(all[fi].cands)
+	}
+	parts := runtime.GOMAXPROCS(0)
+	if total < parallelJudging || parts < 2 {
+		judge(0, len(all))
+		return judged
+	}
+	// Runs of files with about the same number of candidates each.
+	var wg sync.WaitGroup
+	from, seen := 0, 0
+	for p := 1; p <= parts; p++ {
+		to := from
+		for to < len(all) && (p == parts || seen < total*p/parts) {
+			seen += len(all[to].cands)
+			to++
+		}
+		wg.Add(1)
+		go func(from, to int) {
+			defer wg.Done()
+			judge(from, to)
+		}(from, to)
+		from = to
+	}
+	wg.Wait()
+	return judged
 }
 
 func sortFindings(fs []Finding) {
@@ -188,45 +252,20 @@ func dedupe(fs []Finding) []Finding {
 // text plus its rank among findings sharing all four, so that moving code up or down a file
 // keeps it, while editing the statement changes it.
 func fingerprint(fs []Finding) {
-	seen := map[string]int{}
+	seen := make(map[string]int, len(fs))
+	var buf []byte
 	for i := range fs {
 		f := &fs[i]
-		key := f.Rule + "\x00" + f.File + "\x00" + f.Function + "\x00" + f.Statement
-		n := seen[key]
-		seen[key] = n + 1
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", key, n)))
+		// The hashed text is rule, file, function, statement and rank, NUL-separated.
+		buf = append(buf[:0], f.Rule...)
+		buf = append(append(buf, 0), f.File...)
+		buf = append(append(buf, 0), f.Function...)
+		buf = append(append(buf, 0), f.Statement...)
+		n := seen[string(buf)]
+		seen[string(buf)] = n + 1
+		buf = strconv.AppendInt(append(buf, 0), int64(n), 10)
+		sum := sha256.Sum256(buf)
 		f.Fingerprint = hex.EncodeToString(sum[:8])
-	}
-}
-
-// readInto reads the file at name into buf (grown as needed) and returns the filled slice.
-func readInto(buf []byte, name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := int(fi.Size())
-	if cap(buf) < size+1 {
-		buf = make([]byte, 0, size+size/4+512)
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
 	}
 }
 

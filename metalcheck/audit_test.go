@@ -160,6 +160,45 @@ func TestAuditDeterministicAcrossWorkers(t *testing.T) {
 	}
 }
 
+// TestAuditManyFilesMatchesSerial audits a generated tree large enough for the parallel
+// paths (files merged into the symbol table, in file order, as the workers finish them in
+// any order; candidates judged in parallel) and compares with the serial AuditSources of the same files, with
+// names repeated across files so that the order of the merge matters ("declared" cites
+// the first file's declaration).
+func TestAuditManyFilesMatchesSerial(t *testing.T) {
+	root := t.TempDir()
+	paths, _ := genTreeNames(t, root, 24, 56_000, true)
+	files := map[string][]byte{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.ToSlash(rel)] = b
+	}
+	want := AuditSources(files)
+	cands := 0
+	for name, src := range files {
+		cands += len(analyze(name, src).extract().cands)
+	}
+	if cands < parallelJudging {
+		t.Fatalf("%d candidates: too few to judge in parallel (%d)", cands, parallelJudging)
+	}
+	for _, workers := range []int{1, 2, 5} {
+		rep, err := Audit(context.Background(), Options{Root: root, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) == 0 || !reflect.DeepEqual(rep.Findings, want) {
+			t.Errorf("%d workers: %d findings, serial %d; they differ", workers, len(rep.Findings), len(want))
+		}
+	}
+}
+
 func TestAuditFindingFields(t *testing.T) {
 	for _, f := range auditFixtures(t, 0).Findings {
 		r, ok := LookupRule(f.Rule)

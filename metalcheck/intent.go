@@ -352,8 +352,8 @@ func (m *fileModel) checkGuarded(sym, lock string) (bool, string) {
 			}
 		}
 		if !ok {
-			t := m.code[i]
-			return false, fmt.Sprintf("%s:%d:%d: %s used in %s without holding %s", m.path, t.Line, t.Col, sym, m.funcs[fi].name, lock)
+			line, col := m.code[i].Pos(m.src)
+			return false, fmt.Sprintf("%s:%d:%d: %s used in %s without holding %s", m.path, line, col, sym, m.funcs[fi].name, lock)
 		}
 	}
 	if uses == 0 {
@@ -401,7 +401,7 @@ func findTokens(src []byte, text string) (int, bool) {
 	}
 	toks := tokenize(src, false)
 	var have []string
-	var lines []int32
+	var offs []int32
 	for _, t := range toks {
 		if t.Kind == Comment {
 			continue
@@ -409,11 +409,11 @@ func findTokens(src []byte, text string) (int, bool) {
 		b := src[t.Off:t.End]
 		if t.Kind == Punct && (string(b) == "[[" || string(b) == "]]") {
 			have = append(have, string(b[:1]), string(b[1:]))
-			lines = append(lines, t.Line, t.Line)
+			offs = append(offs, t.Off, t.Off+1)
 			continue
 		}
 		have = append(have, string(b))
-		lines = append(lines, t.Line)
+		offs = append(offs, t.Off)
 	}
 outer:
 	for i := 0; i+len(want) <= len(have); i++ {
@@ -422,7 +422,8 @@ outer:
 				continue outer
 			}
 		}
-		return int(lines[i]), true
+		line, _ := Token{Off: offs[i]}.Pos(src)
+		return line, true
 	}
 	return 0, false
 }

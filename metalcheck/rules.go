@@ -121,7 +121,31 @@ type candidate struct {
 	// enclosing the lock. One that is thread_local makes the lock a per-thread
 	// first-use path, not a per-call one.
 	fastPath []string
-	finding  Finding
+	finding  pendingFinding
+}
+
+// pendingFinding is what a candidate's finding needs from its file, without the parts
+// that its rule gives (a Finding is 232 bytes; most candidates never become one).
+type pendingFinding struct {
+	rule                *Rule
+	line, col           int32
+	function, statement string
+	fnClass, fnBare     string
+}
+
+// pending is finding for a candidate: the finding of rule at code token i, to be made
+// (with its message) if the candidate is judged one.
+func (m *fileModel) pending(i int32, rule string) pendingFinding {
+	f := m.finding(i, rule, "")
+	return pendingFinding{rule: rulesByKey()[rule], line: int32(f.Line), col: int32(f.Col), function: f.Function,
+		statement: f.Statement, fnClass: f.fnClass, fnBare: f.fnBare}
+}
+
+// make returns the finding in file.
+func (p *pendingFinding) make(file string) Finding {
+	r := p.rule
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: file, Line: int(p.line), Col: int(p.col),
+		Function: p.function, Fix: r.Fix, Statement: p.statement, fnClass: p.fnClass, fnBare: p.fnBare}
 }
 
 type candKind uint8
@@ -168,10 +192,16 @@ type callSite struct {
 type caller struct{ class, bare string }
 
 // extract runs the per-file part of every rule.
-func (m *fileModel) extract() facts {
+func (m *fileModel) extract() (fx facts) {
 	// The declarations live in the worker's arena until here: one copy at their final
 	// size instead of a slice regrown for every file.
-	fx := facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
+	fx = facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
+	a := m.arena
+	fx.cands, fx.calls, fx.callers = a.cands[:0], a.calls[:0], a.callers[:0]
+	defer func() {
+		a.cands, a.calls, a.callers = fx.cands, fx.calls, fx.callers
+		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
+	}()
 	for _, d := range m.directives {
 		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
 			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
@@ -179,11 +209,18 @@ func (m *fileModel) extract() facts {
 	}
 	n := int32(len(m.code))
 	hot := strings.Contains(m.path, "native/mps/operations/")
+	code := m.code
 	for i := int32(0); i < n; i++ {
-		t := m.code[i]
-		if t.Kind != Ident && t.Kind != Punct {
-			continue
+		// The rules look at identifiers, && and [ only.
+		for ; i < n; i++ {
+			if t := &code[i]; t.Kind == Ident || t.Kind == Punct && (t.first == '&' || t.first == '[') {
+				break
+			}
 		}
+		if i == n {
+			break
+		}
+		t := code[i]
 		b := m.tb(i)
 		// MPS007 applies anywhere.
 		switch string(b) {
@@ -200,9 +237,10 @@ func (m *fileModel) extract() facts {
 				fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.text(i+2))))
 			}
 		}
-		sc := m.scopeOf[i]
-		fi := m.scopes[sc].fn
-		if fi < 0 || i == m.funcs[fi].open {
+		// (A function's own '{', which belongs to its scope, never gets here: only
+		// identifiers, && and [ do.)
+		fi := m.scopes[m.scopeOf[i]].fn
+		if fi < 0 {
 			continue
 		}
 		f := &m.funcs[fi]
@@ -262,7 +300,7 @@ func (m *fileModel) extract() facts {
 			if ev.release {
 				continue
 			}
-			fd := m.finding(ev.at, "MPS006", "")
+			fd := m.pending(ev.at, "MPS006")
 			where := f.name
 			if hot {
 				where = "an operator in native/mps/operations/"
@@ -281,6 +319,15 @@ func (m *fileModel) extract() facts {
 		}
 	}
 	return fx
+}
+
+// ownCopy returns s copied at its length (nil when empty), so that the copy does not keep
+// the arena's buffer.
+func ownCopy[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // hotPathFunction reports whether a function of this (bare) name runs on every operator:
@@ -341,25 +388,64 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 
 // nameIndexString is nameIndex for a name held as a string.
 func (m *fileModel) nameIndexString(s string, fx *facts) int32 {
-	if k, ok := m.nameIdx[s]; ok {
-		return k
-	}
 	return m.nameIndex([]byte(s), fx)
 }
 
-// nameIndex returns the index of name b in fx.names, adding it once per file.
+// nameIndex returns the index of name b in fx.names, adding it once per file. There is a
+// call site every few lines and a few dozen names per file: the lookup is a small
+// open-addressing table of the file's names, cheaper than hashing into a map.
 func (m *fileModel) nameIndex(b []byte, fx *facts) int32 {
-	if k, ok := m.nameIdx[string(b)]; ok {
+	t := &m.nameTab
+	if len(t.slots) == 0 {
+		t.slots = make([]int32, 64)
+	}
+	h := nameHash(b)
+	mask := uint32(len(t.slots) - 1)
+	for k := h & mask; ; k = (k + 1) & mask {
+		v := t.slots[k]
+		if v == 0 {
+			break
+		}
+		if fx.names[v-1] == string(b) {
+			return v - 1
+		}
+	}
+	k := int32(len(fx.names))
+	fx.names = append(fx.names, m.intern(b))
+	if 2*len(fx.names) > len(t.slots) {
+		t.slots = make([]int32, 2*len(t.slots))
+		mask = uint32(len(t.slots) - 1)
+		for i, n := range fx.names {
+			t.put(nameHash([]byte(n)), mask, int32(i)+1)
+		}
 		return k
 	}
-	if m.nameIdx == nil {
-		m.nameIdx = map[string]int32{}
-	}
-	s := m.intern(b)
-	k := int32(len(fx.names))
-	fx.names = append(fx.names, s)
-	m.nameIdx[s] = k
+	t.put(h, mask, k+1)
 	return k
+}
+
+// nameTable maps the names of one file to 1 + their index in facts.names (0: free slot).
+type nameTable struct{ slots []int32 }
+
+func (t *nameTable) put(h, mask uint32, v int32) {
+	k := h & mask
+	for t.slots[k] != 0 {
+		k = (k + 1) & mask
+	}
+	t.slots[k] = v
+}
+
+// nameHash mixes a name's length and its first, middle and last bytes: a table holds a
+// few dozen names, and a collision costs only a comparison.
+func nameHash(b []byte) uint32 {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	h := uint32(n)*0x9E3779B1 ^ uint32(b[0])<<16 ^ uint32(b[n/2])<<8 ^ uint32(b[n-1])
+	h ^= h >> 15
+	h *= 0x85EBCA6B
+	return h ^ h>>13
 }
 
 // fastPathNames returns the variables named in the conditions of the if statements that
@@ -582,7 +668,6 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if !m.is(i+1, "(") {
 		return
 	}
-	name := m.text(i)
 	prev := i - 1
 	external := m.is(prev, ".") || m.is(prev, "->")
 	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
@@ -591,12 +676,13 @@ func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
 	if m.isIdent(prev) && !isNotDeclPrev(m.tb(prev)) || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
 		return // a declaration, not a call
 	}
-	if name == "synchronize" && external {
+	if external && m.is(i, "synchronize") {
 		return
 	}
 	if m.locked(i) {
 		return
 	}
+	name := m.text(i)
 	fd := m.finding(i, "MPS004",
 		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name))
 	fd.callee = name
@@ -636,15 +722,27 @@ func (m *fileModel) primitiveDefinition(f *function, fx *facts) {
 	fx.primitives = append(fx.primitives, primitiveDef{bare: f.bare, selfLocked: locks})
 }
 
-var mutators = map[string]bool{"insert": true, "emplace": true, "try_emplace": true, "emplace_hint": true,
-	"insert_or_assign": true, "push_back": true, "emplace_back": true, "push_front": true, "emplace_front": true,
-	"pop_back": true, "pop_front": true, "push": true, "pop": true, "erase": true, "clear": true,
-	"resize": true, "swap": true, "merge": true, "extract": true}
+// isMutator: container methods that change the container (asked of every x.f( call).
+func isMutator(b []byte) bool {
+	switch string(b) {
+	case "insert", "emplace", "try_emplace", "emplace_hint", "insert_or_assign", "push_back",
+		"emplace_back", "push_front", "emplace_front", "pop_back", "pop_front", "push", "pop",
+		"erase", "clear", "resize", "swap", "merge", "extract":
+		return true
+	}
+	return false
+}
 
-var objcMutators = map[string]bool{"setObject": true, "addObject": true, "removeObjectForKey": true,
-	"removeAllObjects": true, "removeObject": true, "setValue": true, "insertObject": true,
-	"removeLastObject": true, "addEntriesFromDictionary": true, "removeObjectsForKeys": true,
-	"setObject:forKeyedSubscript": true}
+// isObjCMutator: Foundation messages that change a mutable collection.
+func isObjCMutator(b []byte) bool {
+	switch string(b) {
+	case "setObject", "addObject", "removeObjectForKey", "removeAllObjects", "removeObject",
+		"setValue", "insertObject", "removeLastObject", "addEntriesFromDictionary",
+		"removeObjectsForKeys", "setObject:forKeyedSubscript":
+		return true
+	}
+	return false
+}
 
 // rootRef reports whether the identifier at i is a plain reference to a variable (x,
 // this->x, self->x, C::x) and returns its qualifier.
@@ -678,7 +776,7 @@ func (m *fileModel) containerMutation(i, fi int32, fx *facts) {
 	mut := false
 	switch {
 	case (m.is(i+1, ".") || m.is(i+1, "->")) && m.isIdent(i+2) && m.is(i+3, "("):
-		mut = mutators[string(m.tb(i+2))]
+		mut = isMutator(m.tb(i + 2))
 	case m.is(i+1, "["):
 		if c := m.match[i+1]; c > i+1 && m.is(c+1, "=") {
 			mut = true
@@ -696,7 +794,7 @@ func (m *fileModel) objcMutation(i, fi int32, fx *facts) {
 	if (m.is(x, "self") || m.is(x, "this")) && m.is(x+1, "->") {
 		x += 2
 	}
-	if !m.isIdent(x) || !m.isIdent(x+1) || !objcMutators[string(m.tb(x+1))] {
+	if !m.isIdent(x) || !m.isIdent(x+1) || !isObjCMutator(m.tb(x+1)) {
 		return
 	}
 	if !(m.is(x+2, ":") || m.is(x+2, "]")) {
@@ -720,11 +818,18 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 			return
 		}
 	}
-	c.finding = m.finding(i, "MPS002", "")
+	c.finding = m.pending(i, "MPS002")
 	fx.cands = append(fx.cands, c)
 }
 
-var nullWords = map[string]bool{"nullptr": true, "nil": true, "NULL": true, "0": true, "Nil": true}
+// isNullWord: the spellings of a null pointer.
+func isNullWord(b []byte) bool {
+	switch string(b) {
+	case "nullptr", "nil", "NULL", "0", "Nil":
+		return true
+	}
+	return false
+}
 
 // nullInit: if (!x) x = ...; if (x == nullptr) { x = ...; } with an assignment made with
 // no lock held.
@@ -745,14 +850,14 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 		if at < 0 || at+1 != cl {
 			return
 		}
-	case nullWords[string(m.tb(c))] && m.is(c+1, "=="):
+	case isNullWord(m.tb(c)) && m.is(c+1, "=="):
 		at = m.refEnd(c+2, cl)
 		if at < 0 || at+1 != cl {
 			return
 		}
 	default:
 		at = m.refEnd(c, cl)
-		if at < 0 || !m.is(at+1, "==") || !nullWords[string(m.tb(at+2))] || at+3 != cl {
+		if at < 0 || !m.is(at+1, "==") || !isNullWord(m.tb(at+2)) || at+3 != cl {
 			return
 		}
 	}
@@ -791,7 +896,7 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 			return
 		}
 	}
-	cand.finding = m.finding(i, "MPS001", "")
+	cand.finding = m.pending(i, "MPS001")
 	fx.cands = append(fx.cands, cand)
 }
 
@@ -828,12 +933,12 @@ func (m *fileModel) finding(i int32, rule, msg string) Finding {
 // statement text is given).
 func (m *fileModel) findingAt(t Token, i int32, rule, msg, stmt string) Finding {
 	r := rulesByKey()[rule]
-	lineStart := int(t.Off) - int(t.Col) + 1
-	col := utf8.RuneCount(m.src[lineStart:t.Off]) + 1
+	line, bcol := m.lines.pos(m.src, int(t.Off))
+	col := utf8.RuneCount(m.src[int(t.Off)-bcol+1:t.Off]) + 1
 	if i >= 0 {
 		stmt = m.statementText(i)
 	}
-	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: int(t.Line), Col: col,
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: line, Col: col,
 		Message: msg, Fix: r.Fix, Statement: stmt}
 }
 
@@ -871,9 +976,9 @@ type memberKey struct{ class, name string }
 // once, when the table is: judging a candidate is a map lookup, so a name declared D times
 // (a file-static repeated in every file) costs O(D) in all, not O(D²) per candidate.
 type symtab struct {
-	members map[memberKey]declView
+	members map[memberKey]declView // made when the first file is added
 	globals map[string]globalDecls
-	classes map[string]bool
+	files   int // how many files will be added
 	// single and many: classes with a process-wide object, and classes with many (per
 	// thread, in a container or array); derived lists each class's derived classes.
 	single, many map[string]bool
@@ -913,29 +1018,41 @@ type globalDecls struct {
 	byFile map[string]*declView // nil while every declaration is in file
 }
 
-func newSymtab(all []facts) *symtab {
-	n := 0
-	for fi := range all {
-		n += len(all[fi].decls)
-	}
-	st := &symtab{members: make(map[memberKey]declView, n/2), globals: make(map[string]globalDecls, n/2),
-		classes: map[string]bool{}, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
-	for fi := range all {
-		for di := range all[fi].decls {
-			st.add(&all[fi].decls[di])
-		}
-		for _, in := range all[fi].instances {
-			if in.many {
-				st.many[in.class] = true
-			} else {
-				st.single[in.class] = true
+// newSymtab returns an empty table for the declarations of files files.
+func newSymtab(files int) *symtab {
+	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+}
+
+// addFacts merges one file's declarations, instances and base classes. Files are added
+// in audit order: the first declaration of a name is the one findings cite.
+func (st *symtab) addFacts(fx *facts) {
+	if st.members == nil {
+		// Sized from the first file, as if every file declared as many members and
+		// globals (and a quarter more, at most 65,536 each): a map regrown while
+		// thousands of declarations go in rehashes them all.
+		nm := 0
+		for di := range fx.decls {
+			if fx.decls[di].Class != "" {
+				nm++
 			}
 		}
-		for _, b := range all[fi].bases {
-			st.derived[b.base] = append(st.derived[b.base], b.class)
+		size := func(n int) int { return min((n*st.files+3)*5/4, 1<<16) }
+		st.members = make(map[memberKey]declView, size(nm))
+		st.globals = make(map[string]globalDecls, size(len(fx.decls)-nm))
+	}
+	for di := range fx.decls {
+		st.add(&fx.decls[di])
+	}
+	for _, in := range fx.instances {
+		if in.many {
+			st.many[in.class] = true
+		} else {
+			st.single[in.class] = true
 		}
 	}
-	return st
+	for _, b := range fx.bases {
+		st.derived[b.base] = append(st.derived[b.base], b.class)
+	}
 }
 
 // processWide reports whether the objects of class are process-wide: some static holds
@@ -961,7 +1078,6 @@ func (st *symtab) add(d *Decl) {
 		v := st.members[k]
 		v.merge(d)
 		st.members[k] = v
-		st.classes[d.Class] = true
 		return
 	}
 	g, ok := st.globals[d.Name]
@@ -1029,7 +1145,7 @@ func looksLikeMember(name string) bool {
 // judge turns a candidate into a finding, or nothing.
 func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	d := st.resolve(c, file)
-	f := c.finding
+	var f Finding // made only for a finding: most candidates are not one
 	switch c.kind {
 	case candContainer:
 		if d == nil || !d.Container || d.ThreadLocal || d.Const {
@@ -1038,6 +1154,7 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		if d.Member && c.inCtor {
 			return f, false
 		}
+		f = c.finding.make(file)
 		what := "static container"
 		if d.Member {
 			what = "member container"
@@ -1053,11 +1170,13 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		case d != nil && d.ThreadLocal:
 			return f, false
 		case d != nil && d.Static:
+			f = c.finding.make(file)
 			r := rulesByKey()["MPS001"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.qualified(), d.File, d.Line)
 			return f, true
 		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
+			f = c.finding.make(file)
 			r := rulesByKey()["MPS003"]
 			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
 			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
@@ -1078,9 +1197,11 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			if !st.processWide(d.Class) {
 				return f, false // a per-object (per-stream) lock
 			}
+			f = c.finding.make(file)
 			f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.Class, d.File, d.Line, c.where)
 			return f, true
 		}
+		f = c.finding.make(file)
 		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.File, d.Line, c.where)
 		return f, true
 	}

@@ -3,6 +3,7 @@ package metalcheck
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies a token.
@@ -31,7 +32,9 @@ func (k Kind) String() string {
 }
 
 // Token is one lexical token of a C++ or Objective-C++ source. Off and End are byte offsets
-// into the source; Line and Col are 1-based, Col counting bytes from the start of the line.
+// into the source; Pos gives the line and column. A token is 12 bytes: the analysis keeps
+// one for every four or five bytes of source, and line and column are needed only for the
+// few tokens that a finding or a declaration points at.
 type Token struct {
 	Kind Kind
 	// first is the token's first byte, kept in what would be padding after Kind, so that
@@ -39,12 +42,47 @@ type Token struct {
 	first byte
 	Off   int32
 	End   int32
-	Line  int32
-	Col   int32
 }
 
 // Text returns the token's bytes within src.
 func (t Token) Text(src []byte) []byte { return src[t.Off:t.End] }
+
+// Pos returns the token's 1-based line and column in src (the source it was read from),
+// the column counting bytes from the start of the line. A backslash-newline ends a line.
+// It counts the newlines before the token: for many tokens of one file, use a lineCursor.
+func (t Token) Pos(src []byte) (line, col int) {
+	var c lineCursor
+	return c.pos(src, int(t.Off))
+}
+
+// lineCursor computes line and column of offsets in one source, counting newlines from
+// the previous offset asked about: asking in (about) increasing order costs one pass over
+// the source in all.
+type lineCursor struct {
+	off, line, lineStart int // line (0-based) and start of line at offset off
+}
+
+// pos returns the 1-based line and byte column of offset off in src.
+func (c *lineCursor) pos(src []byte, off int) (line, col int) {
+	if off > len(src) {
+		off = len(src)
+	}
+	switch {
+	case off >= c.off:
+		seg := src[c.off:off]
+		if nl := bytes.Count(seg, []byte{'\n'}); nl > 0 {
+			c.line += nl
+			c.lineStart = c.off + bytes.LastIndexByte(seg, '\n') + 1
+		}
+	case off >= c.lineStart:
+		// same line, further left
+	default:
+		c.line -= bytes.Count(src[off:c.off], []byte{'\n'})
+		c.lineStart = bytes.LastIndexByte(src[:off], '\n') + 1
+	}
+	c.off = off
+	return c.line + 1, off - c.lineStart + 1
+}
 
 // maxSource is the largest file the tokenizer accepts (offsets are int32).
 const maxSource = 1 << 30
@@ -67,7 +105,7 @@ func tokenizeInto(buf []Token, src []byte, directives bool) []Token {
 	if len(src) > maxSource {
 		src = src[:maxSource]
 	}
-	lx := lexer{src: src, line: 1, bol: true, directives: directives}
+	lx := lexer{src: src, bol: true, directives: directives}
 	if want := len(src)/3 + 4; cap(buf) < want {
 		// C++ averages a token every four to five bytes; this avoids regrowth.
 		buf = make([]Token, 0, want)
@@ -80,8 +118,6 @@ func tokenizeInto(buf []Token, src []byte, directives bool) []Token {
 type lexer struct {
 	src        []byte
 	pos        int
-	line       int
-	lineStart  int
 	bol        bool // only white space since the last newline
 	directives bool
 	toks       []Token
@@ -106,9 +142,11 @@ func lexCode(buf, dirs []Token, src []byte) ([]Token, []Token) {
 	if len(src) > maxSource {
 		src = src[:maxSource]
 	}
-	lx := lexer{src: src, line: 1, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
+	lx := lexer{src: src, bol: true, directives: true, code: true, active: true, dirs: dirs[:0]}
 	if want := len(src)/3 + 4; cap(buf) < want {
-		buf = make([]Token, 0, want)
+		// A worker reuses the buffer: some room to spare spares a new one for each
+		// slightly larger file.
+		buf = make([]Token, 0, want+want/4)
 	}
 	lx.toks = buf[:0]
 	lx.run()
@@ -132,7 +170,7 @@ func (lx *lexer) emitCode(t Token) {
 		if b := lx.src[t.Off:t.End]; string(b) == "[[" || string(b) == "]]" {
 			a, c := t, t
 			a.End = t.Off + 1
-			c.Off, c.Col = t.Off+1, t.Col+1
+			c.Off = t.Off + 1
 			lx.toks = append(lx.toks, a, c)
 			return
 		}
@@ -221,59 +259,85 @@ func splice(src []byte, p int) int {
 func (lx *lexer) run() {
 	src := lx.src
 	n := len(src)
-	for lx.pos < n {
-		c := src[lx.pos]
+	// The position, start-of-line flag and token slice live in locals (registers) and
+	// go through the lexer only around scan and emitCode.
+	toks, pos, bol := lx.toks, lx.pos, lx.bol
+	for pos < n {
+		c := src[pos]
 		switch c {
 		case '\n':
-			lx.pos++
-			lx.line++
-			lx.lineStart = lx.pos
-			lx.bol = true
+			pos++
+			bol = true
 			continue
 		case ' ', '\t', '\r', '\f', '\v':
-			lx.pos++
+			pos++
+			for pos < n && (src[pos] == ' ' || src[pos] == '\t') { // indentation
+				pos++
+			}
 			continue
 		case '\\':
-			if k := splice(src, lx.pos); k > 0 {
-				lx.pos += k
-				lx.line++
-				lx.lineStart = lx.pos
+			if k := splice(src, pos); k > 0 {
+				pos += k
 				continue
 			}
 		}
-		start := lx.pos
-		line, col := lx.line, start-lx.lineStart+1
-		kind := lx.scan(c)
-		if lx.pos <= start { // defensive: always make progress
-			lx.pos = start + 1
-		}
-		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(lx.pos), Line: int32(line), Col: int32(col)}
-		switch {
-		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
-			kind == Punct && !(lx.pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
-			lx.toks = append(lx.toks, t) // emitCode's common case ([[ and ]] aside), without the call
-		case lx.code:
-			lx.emitCode(t)
-		default:
-			lx.toks = append(lx.toks, t)
-		}
-		if kind == Comment || kind == Directive || kind == String || kind == Char || kind == Invalid {
-			if nl := bytes.Count(src[start:lx.pos], []byte{'\n'}); nl > 0 {
-				lx.line += nl
-				lx.lineStart = start + bytes.LastIndexByte(src[start:lx.pos], '\n') + 1
+		start := pos
+		// Fast paths for the two commonest tokens, identifiers (those not followed by a
+		// quote, which may be an encoding prefix) and one-byte punctuators that never
+		// combine; both are kept in code mode while the branch is live.
+		if cls := charClass[c]; cls&1 != 0 || cls&4 != 0 {
+			p := start + 1
+			if cls&1 != 0 {
+				for p < n && charClass[src[p]]&2 != 0 {
+					p++
+				}
+			}
+			if p >= n || src[p] != '"' && src[p] != '\'' || cls&4 != 0 {
+				kind := Ident
+				if cls&4 != 0 {
+					kind = Punct
+				}
+				pos = p
+				bol = false
+				if !lx.code || lx.active {
+					toks = append(toks, Token{Kind: kind, first: c, Off: int32(start), End: int32(p)})
+				}
+				continue
 			}
 		}
+		lx.pos, lx.bol = pos, bol
+		kind := lx.scan(c)
+		pos = lx.pos
+		if pos <= start { // defensive: always make progress
+			pos = start + 1
+		}
+		t := Token{Kind: kind, first: c, Off: int32(start), End: int32(pos)}
+		switch {
+		case lx.code && lx.active && (kind == Ident || kind == Number || kind == String || kind == Char ||
+			kind == Punct && !(pos-start == 2 && (c == '[' || c == ']') && src[start+1] == c)):
+			toks = append(toks, t) // emitCode's common case ([[ and ]] aside), without the call
+		case lx.code:
+			lx.toks = toks
+			lx.emitCode(t)
+			toks = lx.toks
+		default:
+			toks = append(toks, t)
+		}
 		if kind != Comment {
-			lx.bol = false
+			bol = false
 		}
 	}
+	lx.toks, lx.pos, lx.bol = toks, pos, bol
 }
 
-// charClass marks identifier bytes: 1 may start one, 2 may continue one.
+// charClass marks identifier bytes: 1 may start one, 2 may continue one; 4 marks the
+// punctuators that are one byte whatever follows them.
 var charClass = func() (t [256]byte) {
 	for c := 0; c < 256; c++ {
 		if c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 {
 			t[c] = 3
+		} else if strings.IndexByte("{}();,?~", byte(c)) >= 0 {
+			t[c] = 4
 		} else if c >= '0' && c <= '9' {
 			t[c] = 2
 		}
@@ -402,15 +466,20 @@ func (lx *lexer) prefixedLiteral(word []byte, quote int) (Kind, bool) {
 // lineCommentEnd returns the end of a // comment body starting at p: the next newline that is
 // not spliced.
 func lineCommentEnd(src []byte, p int) int {
+	start := p
 	for p < len(src) {
-		if k := splice(src, p); k > 0 {
-			p += k
+		i := bytes.IndexByte(src[p:], '\n')
+		if i < 0 {
+			return len(src)
+		}
+		q := p + i
+		// A backslash right before the newline (or before its \r) splices the next line
+		// on, whatever precedes the backslash.
+		if q-1 >= start && src[q-1] == '\\' || q-2 >= start && src[q-1] == '\r' && src[q-2] == '\\' {
+			p = q + 1
 			continue
 		}
-		if src[p] == '\n' {
-			return p
-		}
-		p++
+		return q
 	}
 	return p
 }

@@ -53,14 +53,25 @@ func TestTokenize(t *testing.T) {
 
 func TestTokenizeLineCol(t *testing.T) {
 	src := "a\n  /* x\n y */ b\n\tc \\\n d"
-	want := []struct{ line, col int32 }{{1, 1}, {2, 3}, {3, 7}, {4, 2}, {5, 2}}
+	want := []struct{ line, col int }{{1, 1}, {2, 3}, {3, 7}, {4, 2}, {5, 2}}
 	toks := Tokenize([]byte(src))
 	if len(toks) != len(want) {
 		t.Fatalf("have %d tokens, want %d: %s", len(toks), len(want), render(src, toks))
 	}
+	var cur lineCursor
 	for i, w := range want {
-		if toks[i].Line != w.line || toks[i].Col != w.col {
-			t.Errorf("token %d %q at %d:%d, want %d:%d", i, src[toks[i].Off:toks[i].End], toks[i].Line, toks[i].Col, w.line, w.col)
+		line, col := toks[i].Pos([]byte(src))
+		if line != w.line || col != w.col {
+			t.Errorf("token %d %q at %d:%d, want %d:%d", i, src[toks[i].Off:toks[i].End], line, col, w.line, w.col)
+		}
+		// The cursor answers the same, asked forwards and then backwards.
+		if l, c := cur.pos([]byte(src), int(toks[i].Off)); l != w.line || c != w.col {
+			t.Errorf("cursor: token %d at %d:%d, want %d:%d", i, l, c, w.line, w.col)
+		}
+	}
+	for i := len(want) - 1; i >= 0; i-- {
+		if l, c := cur.pos([]byte(src), int(toks[i].Off)); l != want[i].line || c != want[i].col {
+			t.Errorf("cursor backwards: token %d at %d:%d, want %d:%d", i, l, c, want[i].line, want[i].col)
 		}
 	}
 }
@@ -71,7 +82,9 @@ func TestTokenizeLineCol(t *testing.T) {
 func checkTokens(t *testing.T, src []byte, toks []Token) {
 	t.Helper()
 	prev := 0
-	var prevLine int32 = 1
+	prevLine := 1
+	var cur lineCursor
+	at, line, col := 0, 1, 1
 	for i, tok := range toks {
 		off, end := int(tok.Off), int(tok.End)
 		if off < prev || end <= off || end > len(src) {
@@ -80,15 +93,23 @@ func checkTokens(t *testing.T, src []byte, toks []Token) {
 		if gap := src[prev:off]; !isBlank(gap) {
 			t.Fatalf("bytes %q before token %d are not covered by a token", gap, i)
 		}
-		line := int32(1 + bytes.Count(src[:off], []byte{'\n'}))
-		col := int32(off - (bytes.LastIndexByte(src[:off], '\n') + 1) + 1)
-		if tok.Line != line || tok.Col != col {
-			t.Fatalf("token %d at %d:%d, want %d:%d", i, tok.Line, tok.Col, line, col)
+		for ; at < off; at++ { // line and column by walking the bytes
+			if src[at] == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
 		}
-		if tok.Line < prevLine {
-			t.Fatalf("token %d on line %d after line %d", i, tok.Line, prevLine)
+		if l, c := tok.Pos(src); l != line || c != col {
+			t.Fatalf("token %d at %d:%d, want %d:%d", i, l, c, line, col)
 		}
-		prev, prevLine = end, tok.Line
+		if l, c := cur.pos(src, off); l != line || c != col {
+			t.Fatalf("cursor: token %d at %d:%d, want %d:%d", i, l, c, line, col)
+		}
+		if line < prevLine {
+			t.Fatalf("token %d on line %d after line %d", i, line, prevLine)
+		}
+		prev, prevLine = end, line
 	}
 	if !isBlank(src[prev:]) {
 		t.Fatalf("trailing bytes %q not covered", src[prev:])

@@ -171,7 +171,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	case "sarif":
 		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
 	default:
-		err = metalcheck.WriteText(p.out, res)
+		err = metalcheck.WriteText(p.out, res) // one write: see WriteText
 	}
 	if err != nil {
 		return err
