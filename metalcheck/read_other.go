@@ -19,14 +19,9 @@ func readInto(buf []byte, name string) ([]byte, error) {
 		return nil, err
 	}
 	size := int(fi.Size())
-	if cap(buf) < size+1 {
-		buf = make([]byte, 0, size+size/4+512)
-	}
-	buf = buf[:0]
+	buf = readBuffer(buf, size)
 	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
+		buf = room(buf)
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {

@@ -39,14 +39,9 @@ func readInto(buf []byte, name string) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
 	}
 	size := int(st.Size)
-	if cap(buf) < size+1 {
-		buf = make([]byte, 0, size+size/4+512)
-	}
-	buf = buf[:0]
+	buf = readBuffer(buf, size)
 	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
+		buf = room(buf)
 		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
 		if errors.Is(err, syscall.EINTR) {
 			continue
