@@ -443,10 +443,15 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 	case len(f.TextFragments) > 0:
 		var buf []byte
 		if src != nil && src == dst {
-			buf = src.spare // never in: spare and data are distinct buffers
+			// Taken, not shared: from here on the spare may hold the new content, and
+			// only the old content may become the spare again (below).
+			buf, src.spare = src.spare, nil
 		}
 		res, places, fail := c.frags.apply(in, f.TextFragments, buf)
 		if fail != nil {
+			if src != nil && src == dst {
+				src.spare = buf // nothing was kept of it
+			}
 			frag := f.TextFragments[fail.index]
 			reason := "context mismatch"
 			if fail.foundLine > 0 {
@@ -484,7 +489,10 @@ func (c *computer) applyFile(p *Patch, f *gitdiff.File) ([]HunkResult, *Conflict
 	switch {
 	case src == nil:
 	case src == dst:
-		if built && src.owned {
+		switch {
+		case !built:
+			owned = src.owned // out is in (a mode change): the same buffer, owned as before
+		case src.owned:
 			src.spare = in // replaced below; nothing else refers to it
 		}
 	case f.IsCopy:

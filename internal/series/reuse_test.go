@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,6 +42,15 @@ func TestComputeWithReusedBuffersMatchesGit(t *testing.T) {
 	for k := 1; k <= 8; k++ {
 		// Lines of growing length, so that a stale buffer's bytes would show.
 		steps = append(steps, editLine(fmt.Sprintf("a%d", k), "a.txt", 20*k, strings.Repeat("x", 10*k)))
+		if k == 2 {
+			// A patch that changes only the mode leaves the content (and its buffer) as
+			// it was: the buffers must still alternate, never coincide, afterwards.
+			steps = append(steps, genStep{slug: "mode", msg: "mode", edit: func(t testing.TB, dir string) {
+				if err := os.Chmod(filepath.Join(dir, "a.txt"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}})
+		}
 	}
 	steps = append(steps,
 		genStep{slug: "rename", msg: "rename b", edit: func(t testing.TB, dir string) { git(t, dir, "mv", "b.txt", "c.txt") }},
@@ -46,6 +58,14 @@ func TestComputeWithReusedBuffersMatchesGit(t *testing.T) {
 		editLine("c2", "c.txt", 30, "c-two-longer"),
 		editLine("a9", "a.txt", 199, "last but one"),
 	)
+	computeMatchesGit(t, base, steps, []string{"a.txt", "b.txt", "c.txt"})
+}
+
+// computeMatchesGit makes a series of steps with git and checks that compute, with its
+// reused buffers, gives every named file git's content after each patch (as a reader
+// between patches sees it) and in the final plan.
+func computeMatchesGit(t *testing.T, base map[string]string, steps []genStep, names []string) {
+	t.Helper()
 	fx := newFixture(t, base, steps...)
 	s := mustLoad(t, fx.patches)
 	n := len(s.Patches)
@@ -55,7 +75,7 @@ func TestComputeWithReusedBuffersMatchesGit(t *testing.T) {
 	for i := range n {
 		rev := fmt.Sprintf("main~%d", n-1-i)
 		want[i] = map[string]string{}
-		for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		for _, f := range names {
 			if have := git(t, fx.repo, "ls-tree", "--name-only", rev, f); strings.TrimSpace(have) == f {
 				want[i][f] = git(t, fx.repo, "show", rev+":"+f)
 			}
@@ -65,7 +85,7 @@ func TestComputeWithReusedBuffersMatchesGit(t *testing.T) {
 	root := openRoot(t, fx.repo)
 	i := 0
 	_, plan, err := InspectAndCompute(root, s, func(p *Patch, read func(string) ([]byte, error)) {
-		for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		for _, f := range names {
 			data, err := read(f)
 			w, exists := want[i][f]
 			switch {
@@ -90,9 +110,91 @@ func TestComputeWithReusedBuffersMatchesGit(t *testing.T) {
 		}
 	}
 	for f, w := range want[n-1] {
-		if final[f] != w {
+		have, changed := final[f]
+		if !changed {
+			have = base[f] // the plan lists only what differs from the tree
+		}
+		if have != w {
 			t.Errorf("plan's %s differs from git's", f)
 		}
+	}
+}
+
+// TestComputeReuseRandomSequences runs seeded random series of edits, mode changes,
+// renames, deletions and re-creations of two files through computeMatchesGit: the
+// sequences in which buffers change hands are where reuse could let two images, or an
+// image and its spare, share memory.
+func TestComputeReuseRandomSequences(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	names := []string{"a.txt", "b.txt"}
+	for seq := range 6 {
+		t.Run(fmt.Sprint(seq), func(t *testing.T) {
+			base := map[string]string{}
+			for _, f := range names {
+				base[f] = lines(40+rng.Intn(80), func(i int) string { return fmt.Sprintf("%s line %d", f, i) })
+			}
+			exists := map[string]bool{"a.txt": true, "b.txt": true}
+			var steps []genStep
+			for k := range 10 + rng.Intn(6) {
+				f, other := names[rng.Intn(2)], ""
+				if f == names[0] {
+					other = names[1]
+				} else {
+					other = names[0]
+				}
+				slug := fmt.Sprintf("s%d", k)
+				n, text := rng.Intn(1000), strings.Repeat(fmt.Sprintf("%d ", k), 1+rng.Intn(30))
+				switch op := rng.Intn(10); {
+				case !exists[f]:
+					exists[f] = true
+					steps = append(steps, genStep{slug: slug, msg: "create " + f, edit: func(t testing.TB, dir string) {
+						writeFiles(t, dir, map[string]string{f: lines(10+n%50, func(i int) string { return fmt.Sprintf("new %d %s", i, text) })})
+					}})
+				case op < 6:
+					steps = append(steps, genStep{slug: slug, msg: "edit " + f, edit: func(t testing.TB, dir string) {
+						p := filepath.Join(dir, f)
+						data, err := os.ReadFile(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ls := strings.SplitAfter(string(data), "\n")
+						ls[n%(len(ls)-1)] = text + "\n"
+						if err := os.WriteFile(p, []byte(strings.Join(ls, "")), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}})
+				case op < 8:
+					steps = append(steps, genStep{slug: slug, msg: "mode " + f, edit: func(t testing.TB, dir string) {
+						p := filepath.Join(dir, f)
+						fi, err := os.Stat(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := os.Chmod(p, fi.Mode()^0o111); err != nil {
+							t.Fatal(err)
+						}
+					}})
+				case op < 9 && !exists[other]:
+					exists[f], exists[other] = false, true
+					steps = append(steps, genStep{slug: slug, msg: "rename " + f, edit: func(t testing.TB, dir string) { git(t, dir, "mv", f, other) }})
+				case op < 9:
+					steps = append(steps, genStep{slug: slug, msg: "edit " + f + " at the end", edit: func(t testing.TB, dir string) {
+						p := filepath.Join(dir, f)
+						data, err := os.ReadFile(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := os.WriteFile(p, append(data, text+"\n"...), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}})
+				default:
+					exists[f] = false
+					steps = append(steps, genStep{slug: slug, msg: "delete " + f, edit: func(t testing.TB, dir string) { git(t, dir, "rm", "-q", f) }})
+				}
+			}
+			computeMatchesGit(t, base, steps, names)
+		})
 	}
 }
 
