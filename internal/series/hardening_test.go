@@ -293,17 +293,8 @@ func TestRecoveryRollsBackWhenForwardCannotComplete(t *testing.T) {
 	s := mustLoad(t, fx.patches)
 	before := snapshot(t, fx.repo)
 	root := openRoot(t, fx.repo)
-	// Commit the journal, then stop as a crash would, right after the commit point.
-	crashHook = func(step string) {
-		if step == "wrote aten/mps/Stream.mm" {
-			panic("crash")
-		}
-	}
-	func() {
-		defer func() { _ = recover() }()
-		_, _ = Apply(root, s, Options{})
-	}()
-	crashHook = nil
+	// Commit the journal, then stop as a crash would, after the first target is written.
+	crashApplyAt(t, root, s, "wrote aten/mps/Stream.mm")
 	if !Pending(root) {
 		t.Fatal("no journal after the simulated crash")
 	}
@@ -331,16 +322,7 @@ func TestReadOnlyCommandsReportInterruptedWrites(t *testing.T) {
 	fx := newFixture(t, mpsBase, mpsSteps()...)
 	s := mustLoad(t, fx.patches)
 	root := openRoot(t, fx.repo)
-	crashHook = func(step string) {
-		if step == "wrote aten/mps/Stream.mm" {
-			panic("crash")
-		}
-	}
-	func() {
-		defer func() { _ = recover() }()
-		_, _ = Apply(root, s, Options{})
-	}()
-	crashHook = nil
+	crashApplyAt(t, root, s, "wrote aten/mps/Stream.mm")
 	crashed := snapshot(t, fx.repo)
 	st, err := Inspect(root, s)
 	if err != nil {

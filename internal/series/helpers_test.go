@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 // gitEnv isolates git from the machine's configuration and fixes identities and dates so
@@ -168,4 +170,39 @@ func openRoot(t testing.TB, dir string) *os.Root {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// crashApplyAt runs an apply of s on root that stops at the write phase's step, as a
+// killed process would (the test's crash hook panics there), and leaves the tree as that
+// crash would.
+func crashApplyAt(t testing.TB, root *os.Root, s *Series, step string) {
+	t.Helper()
+	crashHook = func(at string) {
+		if at == step {
+			panic("crash")
+		}
+	}
+	defer func() { crashHook = nil }()
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = Apply(root, s, Options{})
+	}()
+}
+
+// committedJournal reads and authenticates the journal a write left in root.
+func committedJournal(t testing.TB, root *os.Root) journal {
+	t.Helper()
+	data, err := readJournal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := statekey.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := decodeJournal(data, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -132,28 +132,8 @@ func TestRollbackChecksTheLinkedOldFile(t *testing.T) {
 	s := mustLoad(t, fx.patches)
 	before := snapshot(t, fx.repo)
 	root := openRoot(t, fx.repo)
-	crashHook = func(step string) {
-		if step == "committed" {
-			panic("crash")
-		}
-	}
-	func() {
-		defer func() { _ = recover() }()
-		_, _ = Apply(root, s, Options{})
-	}()
-	crashHook = nil
-	data, err := readJournal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := statekey.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := decodeJournal(data, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crashApplyAt(t, root, s, "committed")
+	j := committedJournal(t, root)
 	linked := -1
 	for i, e := range j.Entries {
 		if e.Old.Linked {
@@ -171,7 +151,7 @@ func TestRollbackChecksTheLinkedOldFile(t *testing.T) {
 	if err := root.WriteFile(name, []byte("not the old file\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Recover(root, Reverse)
+	_, err := Recover(root, Reverse)
 	if err == nil || !strings.Contains(err.Error(), "no longer holds the file the journal recorded") || !Pending(root) {
 		t.Fatalf("have %v (journal kept: %v), want a refused rollback with the journal kept", err, Pending(root))
 	}
@@ -207,16 +187,7 @@ func TestUnlinkableOldFileStaysInTheJournal(t *testing.T) {
 		if step != "committed" {
 			return
 		}
-		data, err := readJournal(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, _, _ := statekey.Load()
-		j, err := decodeJournal(data, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range j.Entries {
+		for _, e := range committedJournal(t, root).Entries {
 			switch {
 			case e.Old.Linked:
 				linked++
