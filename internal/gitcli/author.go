@@ -109,24 +109,23 @@ func (g *Git) SetBranch(ctx context.Context, dir, branch, commit, old, reason st
 
 // Switch checks out branch (force discards local changes to tracked files when set).
 func (g *Git) Switch(ctx context.Context, dir, branch string, force bool) error {
-	args := []string{"-c", "advice.detachedHead=false", "checkout", "-q"}
-	if force {
-		args = append(args, "-f")
-	}
-	args = append(args, branch, "--")
-	_, err := g.exec(ctx, call{op: "checkout " + branch, dir: dir, args: args})
-	return err
+	return g.checkout(ctx, dir, force, branch)
 }
 
 // Detach checks out commit with a detached HEAD; force discards changes to tracked
 // files and unmerged index entries (as `git checkout -f`).
 func (g *Git) Detach(ctx context.Context, dir, commit string, force bool) error {
+	return g.checkout(ctx, dir, force, "--detach", commit)
+}
+
+// checkout runs `git checkout -q [-f] WHAT... --`, quietly about a detached HEAD.
+func (g *Git) checkout(ctx context.Context, dir string, force bool, what ...string) error {
 	args := []string{"-c", "advice.detachedHead=false", "checkout", "-q"}
 	if force {
 		args = append(args, "-f")
 	}
-	args = append(args, "--detach", commit, "--")
-	_, err := g.exec(ctx, call{op: "checkout --detach " + commit, dir: dir, args: args})
+	args = append(append(args, what...), "--")
+	_, err := g.exec(ctx, call{op: "checkout " + strings.Join(what, " "), dir: dir, args: args})
 	return err
 }
 
