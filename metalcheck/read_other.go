@@ -9,6 +9,12 @@ import (
 
 // readInto reads the file at name into buf (grown as needed) and returns the filled slice.
 func readInto(buf []byte, name string) ([]byte, error) {
+	// Checked before the open, which for a FIFO would wait for a writer.
+	if fi, err := os.Stat(name); err != nil {
+		return nil, err
+	} else if err := checkSource(fi.Mode(), fi.Size()); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -18,10 +24,14 @@ func readInto(buf []byte, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := int(fi.Size())
-	buf = readBuffer(buf, size)
+	if err := checkSource(fi.Mode(), fi.Size()); err != nil {
+		return nil, err
+	}
+	buf = readBuffer(buf, int(fi.Size()))
 	for {
-		buf = room(buf)
+		if buf, err = room(buf); err != nil {
+			return nil, err
+		}
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {

@@ -4,6 +4,7 @@ package metalcheck
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -16,7 +17,9 @@ func readInto(buf []byte, name string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		// O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is refused
+		// below, and a regular file reads the same either way.
+		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
@@ -38,10 +41,14 @@ func readInto(buf []byte, name string) ([]byte, error) {
 	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		return nil, &os.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
 	}
-	size := int(st.Size)
-	buf = readBuffer(buf, size)
+	if err := checkSource(fileMode(uint32(st.Mode)), st.Size); err != nil {
+		return nil, err
+	}
+	buf = readBuffer(buf, int(st.Size))
 	for {
-		buf = room(buf)
+		if buf, err = room(buf); err != nil {
+			return nil, err
+		}
 		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
 		if errors.Is(err, syscall.EINTR) {
 			continue
@@ -54,4 +61,21 @@ func readInto(buf []byte, name string) ([]byte, error) {
 		}
 		buf = buf[:len(buf)+n]
 	}
+}
+
+// fileMode is the type part of a stat mode as io/fs spells it.
+func fileMode(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return 0
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeIrregular
 }
