@@ -9,7 +9,11 @@ import (
 // S does get x (the rule reuses memory across streams, it does not just refuse to).
 func TestHeapReusesAcrossStreamsOnlyAfterCompletion(t *testing.T) {
 	for _, cfg := range []HeapConfig{{}, {Trim: true}, {Adversarial: true}, {Trim: true, Adversarial: true}} {
-		s := explore(t, HeapHandover(cfg), 2)
+		bound := 1
+		if cfg.Adversarial {
+			bound = 2
+		}
+		s := explore(t, HeapHandover(cfg), bound)
 		requireNoFailure(t, s)
 		if !cfg.Adversarial && s.RunsCounting["reused-across-streams"] == 0 {
 			t.Fatalf("%+v: want S to reuse T's buffer in the schedules where T's read had completed: %s", cfg, s)
@@ -68,7 +72,7 @@ func TestHeapChurn(t *testing.T) {
 		}
 	}
 	for i := range 10 {
-		if o := RunConcurrent(HeapChurn(ReuseAfterCompletion, 4, 12), uint64(i)); o.Failed() {
+		if o := RunConcurrent(HeapChurn(ReuseAfterCompletion, 4, 8), uint64(i)); o.Failed() {
 			t.Fatalf("concurrent run %d: %s", i, o)
 		}
 	}

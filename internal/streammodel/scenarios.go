@@ -255,7 +255,6 @@ func EventReuseScenario(reuse EventReuse, adversarial bool) Scenario {
 		t1 := w.Go("T1", func(t *Thread) {
 			s := rt.Current(t)
 			e := pool.Acquire(t)
-			_ = rt.Op(t, s, Write(&Buffer{Name: "w"}, Stamp{Value: 1, By: "T1"}))
 			pool.Record(t, e, s)
 			pool.Release(t, e)
 			released.Open(t)
