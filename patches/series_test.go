@@ -32,6 +32,12 @@ var wantOrder = []string{
 	"0015-shader-library-thread-cache.patch",
 	"0016-bounded-thread-caches.patch",
 	"0017-profiler-maps-and-encoders.patch",
+	"0025-allocator-atomic-ids.patch",
+	"0026-allocator-shared-heaps.patch",
+	"0027-allocator-trim-other-streams.patch",
+	"0028-allocator-events-on-caller-stream.patch",
+	"0029-serialise-first-compile.patch",
+	"0030-linear-addmm.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
