@@ -32,12 +32,20 @@ var formatPatchConfig = []string{
 	"-c", "log.showSignature=false",
 	"-c", "color.ui=never",
 	"-c", "color.diff=never",
+	// Files over the threshold are diffed as binary, and a user's attributes file can mark
+	// any path -diff or give it a diff driver: both turn text hunks into binary patches.
+	"-c", "core.bigFileThreshold=512m",
+	"-c", "core.attributesFile=" + devNull,
 }
 
 // formatPatchFlags are the normalising flags: a zero SHA on the From line, no
 // [PATCH n/m], no version signature, full blob IDs on the index lines (the series
 // engine's status relies on them), no rename detection, the default diff algorithm and
-// context, a/ b/ prefixes, and none of the headers format.* settings may add.
+// context, a/ b/ prefixes, and none of the headers format.* settings may add; inline
+// text rather than MIME attachments (format.attach), the indent heuristic git defaults
+// to (diff.indentHeuristic), and gitlinks shown as git shows them by default.
+// TestFormatPatchIgnoresEachSetting tries 70 settings one by one, in the user's and the
+// repository's config.
 var formatPatchFlags = []string{
 	"format-patch", "--stdout", "--zero-commit", "--no-numbered", "--no-signature",
 	"--full-index", "--no-renames", "--no-color", "--no-thread", "--no-cover-letter",
@@ -45,6 +53,7 @@ var formatPatchFlags = []string{
 	"-U3", "--inter-hunk-context=0", "--diff-algorithm=myers", "--no-ext-diff",
 	"--no-textconv", "--no-relative", "--no-to", "--no-cc", "--no-add-header", "--no-base",
 	"--no-from", "--no-notes", "--encoding=UTF-8", "-O" + devNull, "--binary",
+	"--no-attach", "--indent-heuristic", "--ignore-submodules=none", "--submodule=short",
 }
 
 // devNull is an empty order file; -O with it disables diff.orderFile.
