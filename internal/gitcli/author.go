@@ -373,3 +373,49 @@ func (g *Git) IndexDiffers(ctx context.Context, dir, commit string) (bool, error
 	}
 	return false, nil
 }
+
+// CommitMessage is one commit's ID, parents and raw message.
+type CommitMessage struct {
+	SHA     string
+	Parents []string
+	Message string
+}
+
+// FirstParentMessages reads the messages of at most max commits from head back along
+// first parents, newest first (`git log --first-parent`), with the user's log settings
+// that could change a message (signatures, encoding) pinned.
+func (g *Git) FirstParentMessages(ctx context.Context, dir, head string, max int) ([]CommitMessage, error) {
+	if strings.HasPrefix(head, "-") {
+		return nil, fmt.Errorf("git log: revision %q starts with a dash", head)
+	}
+	args := []string{"-c", "log.showSignature=false", "-c", "i18n.logOutputEncoding=UTF-8",
+		"log", "--first-parent", "-z", "--no-notes", "--no-decorate", "--max-count=" + fmt.Sprint(max),
+		"--format=%H %P%n%B", "--end-of-options", head}
+	out, err := g.exec(ctx, call{op: "log " + head, dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	var res []CommitMessage
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		ids, msg, _ := strings.Cut(rec, "\n")
+		f := strings.Fields(ids)
+		if len(f) == 0 || !fullSHARE().MatchString(f[0]) {
+			return nil, fmt.Errorf("git log %s: unexpected record %q", head, truncate(rec, 80))
+		}
+		res = append(res, CommitMessage{SHA: f[0], Parents: f[1:], Message: msg})
+	}
+	return res, nil
+}
+
+// HasCommit reports whether rev names a commit the repository at dir holds.
+func (g *Git) HasCommit(ctx context.Context, dir, rev string) bool {
+	if strings.HasPrefix(rev, "-") {
+		return false
+	}
+	_, err := g.exec(ctx, call{op: "cat-file -e " + rev, dir: dir,
+		args: []string{"cat-file", "-e", "--end-of-options", rev + "^{commit}"}})
+	return err == nil
+}
