@@ -370,6 +370,9 @@ func ParsePatch(p *Patch) []Problem {
 			if strings.TrimSpace(t.Value) == "" {
 				add(t.Line, "empty Intent: trailer")
 			}
+		case "series-id":
+			// apply --commit's marker on a commit; export and import remove it.
+			add(t.Line, "Series-Id: %s: that trailer belongs on a commit, never in a patch file (the ID is the file name's); run mpspatch export, or delete the line", t.Value)
 		case "test":
 			if !testRefRE().MatchString(strings.TrimSpace(t.Value)) {
 				add(t.Line, "Test: %q: want FILE.py::NAME, a test in verify/suites/ (for example test_linear.py::test_linear_variants)", t.Value)

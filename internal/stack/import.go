@@ -188,6 +188,16 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", m.Source, err)
 		}
+		// A mail exported from a commit apply --commit made may still carry its Series-Id
+		// (an older mpspatch, or git format-patch by hand): the ID is the series file's
+		// business, never the patch's.
+		if parts, err := splitMail(out); err == nil {
+			if body, id := stripSeriesID(parts.body); id != 0 {
+				parts.body = body
+				out = parts.bytes()
+				notes = append(notes, fmt.Sprintf("%s: %04d trailer dropped", TrailerKey, id))
+			}
+		}
 		p := &series.Patch{Name: "import", Raw: out}
 		if probs := series.ParsePatch(p); len(probs) > 0 {
 			return nil, fmt.Errorf("import %s: %s", m.Source, strings.TrimPrefix(probs[0].String(), "import"))

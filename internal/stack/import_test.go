@@ -107,3 +107,24 @@ func TestStripSeriesID(t *testing.T) {
 		}
 	}
 }
+
+func TestStripSeriesIDCases(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+		id               int
+	}{
+		{"own paragraph", "Why.\n\nSeries-Id: 0007\n", "Why.\n", 7},
+		{"with other trailers", "Why.\n\nIntent: x\nSeries-Id: 0007\n", "Why.\n\nIntent: x\n", 7},
+		{"repeated by an older rebase", "Why.\n\nIntent: x\nSeries-Id: 0007\nSeries-Id: 0007\nSeries-Id: 0007\n", "Why.\n\nIntent: x\n", 7},
+		{"repeated, own paragraph", "Why.\n\nSeries-Id: 0002\nSeries-Id: 0002\n", "Why.\n", 2},
+		{"only in an earlier paragraph", "Series-Id: 0003\n\nWhy.\n", "Series-Id: 0003\n\nWhy.\n", 0},
+		{"none", "Why.\n\nIntent: x\n", "Why.\n\nIntent: x\n", 0},
+		{"empty", "", "", 0},
+	}
+	for _, tt := range tests {
+		have, id := stripSeriesID([]byte(tt.body))
+		if string(have) != tt.want || id != tt.id {
+			t.Errorf("%s: stripSeriesID = %q, %d; want %q, %d", tt.name, have, id, tt.want, tt.id)
+		}
+	}
+}

@@ -103,9 +103,11 @@ func headerValue(header []byte, key string) string {
 	return ""
 }
 
-// stripSeriesID removes the Series-Id trailer from a mail's message body and returns the
-// ID (0 when there is none). When the trailer was a paragraph of its own, the blank line
-// before it goes too, so the result is the mail as it was before apply --commit added it.
+// stripSeriesID removes the Series-Id trailers from a mail's message body and returns
+// the ID (0 when there is none). One is expected; a history that an older mpspatch
+// rebased can carry the same trailer several times, and every copy goes, the last one
+// naming the ID. When the trailers were a paragraph of their own, the blank line before
+// it goes too, so the result is the mail as it was before apply --commit added it.
 func stripSeriesID(body []byte) ([]byte, int) {
 	lines := strings.SplitAfter(string(body), "\n")
 	// Only the last paragraph can hold trailers.
@@ -113,25 +115,31 @@ func stripSeriesID(body []byte) ([]byte, int) {
 	for last >= 0 && strings.TrimSpace(lines[last]) == "" {
 		last--
 	}
-	for i := last; i >= 0; i-- {
-		l := strings.TrimRight(lines[i], "\n")
-		if l == "" {
-			break
-		}
-		m := seriesIDRE().FindStringSubmatch(l)
-		if m == nil {
+	first := last
+	for first > 0 && strings.TrimSpace(lines[first-1]) != "" {
+		first--
+	}
+	if first < 0 {
+		return body, 0
+	}
+	id := 0
+	var kept []string
+	for i := first; i <= last; i++ {
+		if m := seriesIDRE().FindStringSubmatch(strings.TrimRight(lines[i], "\n")); m != nil {
+			id, _ = strconv.Atoi(m[1])
 			continue
 		}
-		id, _ := strconv.Atoi(m[1])
-		ownPara := (i == 0 || strings.TrimSpace(lines[i-1]) == "") && (i == last)
-		from := i
-		if ownPara && i > 0 {
-			from = i - 1
-		}
-		out := strings.Join(lines[:from], "") + strings.Join(lines[i+1:], "")
-		return []byte(out), id
+		kept = append(kept, lines[i])
 	}
-	return body, 0
+	if id == 0 {
+		return body, 0
+	}
+	head := lines[:first]
+	if len(kept) == 0 && first > 0 {
+		head = lines[:first-1] // the paragraph is gone: so is the blank line before it
+	}
+	out := strings.Join(head, "") + strings.Join(kept, "") + strings.Join(lines[last+1:], "")
+	return []byte(out), id
 }
 
 // addSeriesID appends the Series-Id trailer to a commit message: to its trailer

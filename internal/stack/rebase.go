@@ -337,7 +337,8 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 			st.IDs = append(st.IDs, id)
 			st.Names = append(st.Names, name)
 		}
-		p := &series.Patch{Name: st.Names[i], ID: st.IDs[i], Raw: m}
+		// The mail without its Series-Id: commit() adds the trailer back once.
+		p := &series.Patch{Name: st.Names[i], ID: st.IDs[i], Raw: r.mails[i]}
 		if probs := series.ParsePatch(p); len(probs) > 0 {
 			return fmt.Errorf("rebase: commit %s: %s", st.Commits[i], probs[0])
 		}

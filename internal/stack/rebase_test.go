@@ -220,3 +220,44 @@ func TestRebaseBrokenIntent(t *testing.T) {
 		t.Errorf("0006: %+v", outcomes(res.State)["0006"])
 	}
 }
+
+// TestRebaseKeepsOneSeriesID: a commit carries exactly one Series-Id trailer after
+// apply --commit and after each of two rebases, and no exported patch file carries one.
+func TestRebaseKeepsOneSeriesID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.upstreamV2(func(p func(string) string) {
+		write(t, p("a.c"), lines("moved", 5)+read(t, p("a.c")))
+	})
+	tree := f.applyCommits()
+	countIDs := func(when, base string) {
+		t.Helper()
+		for _, sha := range strings.Fields(f.git(tree, "rev-list", base+"..HEAD")) {
+			msg := f.git(tree, "log", "-1", "--format=%B", sha)
+			if n := strings.Count(msg, TrailerKey+":"); n != 1 {
+				t.Errorf("%s: commit %s has %d %s trailers:\n%s", when, sha[:12], n, TrailerKey, msg)
+			}
+		}
+	}
+	countIDs("after apply --commit", "v1")
+	if _, err := f.rebase(tree); err != nil {
+		t.Fatal(err)
+	}
+	countIDs("after the first rebase", "v2")
+	f.git(f.up, "commit", "-q", "--allow-empty", "-m", "upstream: v3")
+	f.git(f.up, "tag", "v3")
+	f.git(tree, "fetch", "-q", f.up, "refs/tags/v3:refs/tags/v3")
+	if _, err := Rebase(context.Background(), f.g, openRoot(t, tree), RebaseOptions{Tree: tree, Base: "v2", Onto: "v3", Intents: testIntents}); err != nil {
+		t.Fatal(err)
+	}
+	countIDs("after the second rebase", "v3")
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Export(context.Background(), f.g, ExportOptions{Tree: tree, Base: "v3", Dir: out}); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range dirFiles(t, out) {
+		if strings.Contains(data, TrailerKey+":") {
+			t.Errorf("exported %s carries a %s trailer", name, TrailerKey)
+		}
+	}
+}
