@@ -188,12 +188,15 @@ func (g *Git) CommitStaged(ctx context.Context, dir, message, author, date strin
 	return g.RevParse(ctx, dir, "HEAD")
 }
 
-// Add stages paths (additions, modifications and deletions) in dir.
+// Add stages paths (additions, modifications and deletions) in dir. The paths are the
+// ones a patch touches, so they are added even where .gitignore matches them (-f), as
+// git am and git rebase do: a tracked file in an ignored directory (fzf's
+// bin/fzf-tmux) or a new file there is the patch's, not the ignore rules'.
 func (g *Git) Add(ctx context.Context, dir string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	args := append([]string{"add", "-A", "--"}, paths...)
+	args := append([]string{"add", "-A", "-f", "--"}, paths...)
 	_, err := g.exec(ctx, call{op: "add", dir: dir, args: args})
 	return err
 }
