@@ -422,3 +422,27 @@ func (g *Git) HasCommit(ctx context.Context, dir, rev string) bool {
 		args: []string{"cat-file", "-e", "--end-of-options", rev + "^{commit}"}})
 	return err == nil
 }
+
+// Renames lists the files renamed between two commits, old path to new, with git's own
+// rename detection as its merge uses it (50% similarity, up to merge.renameLimit's
+// default of 7,000 candidates), independent of the user's diff settings.
+func (g *Git) Renames(ctx context.Context, dir, from, to string) (map[string]string, error) {
+	if strings.HasPrefix(from, "-") || strings.HasPrefix(to, "-") {
+		return nil, fmt.Errorf("git diff: revision %q..%q starts with a dash", from, to)
+	}
+	out, err := g.exec(ctx, call{op: "diff --find-renames " + from + " " + to, dir: dir,
+		args: []string{"-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z",
+			"--find-renames", "-l7000", "--diff-filter=R", "--end-of-options", from, to}})
+	if err != nil {
+		return nil, err
+	}
+	f := splitNUL(out)
+	renames := map[string]string{}
+	for i := 0; i+2 < len(f); i += 3 {
+		if !strings.HasPrefix(f[i], "R") {
+			return nil, fmt.Errorf("git diff --name-status %s %s: unexpected status %q", from, to, truncate(f[i], 20))
+		}
+		renames[f[i+1]] = f[i+2]
+	}
+	return renames, nil
+}
