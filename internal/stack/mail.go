@@ -22,7 +22,6 @@ var (
 	zeroFrom   = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 	seriesIDRE = lazyregexp.New(`^` + TrailerKey + `: ([0-9]{4})$`)
 	trailerRE  = lazyregexp.New(`^[A-Za-z][A-Za-z0-9-]*: `)
-	prefixRE   = lazyregexp.New(`^\[[^\]]*PATCH[^\]]*\]\s*`)
 )
 
 // splitMbox cuts an mbox written by git format-patch into its mails, each starting with
@@ -191,11 +190,15 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if dec, err := wordDecoder.DecodeHeader(subj); err == nil {
 		subj = dec
 	}
-	mm.Subject = prefixRE().ReplaceAllString(subj, "")
+	from, date := headerValue(p.header, "From"), headerValue(p.header, "Date")
+	// In-body headers, as git mailinfo reads them: format-patch --from (format.from)
+	// puts the author in a "From:" line at the top of the body, and a forwarded patch
+	// may carry "Subject:" and "Date:" there too. They win over the mail's own.
+	p.body, from, subj, date = inBodyHeaders(p.body, from, subj, date)
+	mm.Subject = cleanSubject(subj)
 	if mm.Subject == "" {
 		return mm, fmt.Errorf("empty Subject: header")
 	}
-	from := headerValue(p.header, "From")
 	addr, err := mail.ParseAddress(from)
 	if err != nil {
 		return mm, fmt.Errorf("From: header %q: %w", from, err)
@@ -206,7 +209,7 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	}
 	mm.Author = fmt.Sprintf("%s <%s>", name, addr.Address)
 	mm.Name, mm.Email = name, addr.Address
-	mm.Date = headerValue(p.header, "Date")
+	mm.Date = date
 	if mm.Date == "" {
 		return mm, fmt.Errorf("missing Date: header")
 	}
@@ -215,6 +218,57 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 		mm.Message += "\n" + string(p.body)
 	}
 	return mm, nil
+}
+
+// cleanSubject strips what git mailinfo strips from a subject by default (no -k):
+// every leading "Re:" and bracketed group ("[PATCH v2 3/7]", "[HOSTILE 1/2]",
+// "[RFC]"), and surrounding white space.
+func cleanSubject(s string) string {
+	s = strings.TrimSpace(s)
+	for {
+		switch {
+		case len(s) >= 3 && strings.EqualFold(s[:3], "re:"):
+			s = strings.TrimSpace(s[3:])
+		case strings.HasPrefix(s, "["):
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return s
+			}
+			s = strings.TrimSpace(s[end+1:])
+		default:
+			return s
+		}
+	}
+}
+
+// inBodyHeaders takes the in-body "From:", "Subject:" and "Date:" lines at the top of a
+// mail body (before the first blank line), as git mailinfo does, and returns the body
+// without them and the values they override.
+func inBodyHeaders(body []byte, from, subj, date string) ([]byte, string, string, string) {
+	rest := body
+	found := false
+	for {
+		line, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok {
+			break
+		}
+		l := string(line)
+		switch {
+		case strings.HasPrefix(l, "From: "):
+			from = strings.TrimSpace(l[len("From: "):])
+		case strings.HasPrefix(l, "Subject: "):
+			subj = strings.TrimSpace(l[len("Subject: "):])
+		case strings.HasPrefix(l, "Date: "):
+			date = strings.TrimSpace(l[len("Date: "):])
+		case l == "" && found:
+			return after, from, subj, date
+		default:
+			return body, from, subj, date
+		}
+		found = true
+		rest = after
+	}
+	return body, from, subj, date
 }
 
 // slugify makes the slug of a new patch file name from a subject: lowercase ASCII
@@ -249,4 +303,3 @@ func slugify(subject string) string {
 	return s
 }
 
-var mimeWordEncoder = mime.QEncoding
