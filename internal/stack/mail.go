@@ -302,4 +302,3 @@ func slugify(subject string) string {
 	}
 	return s
 }
-
