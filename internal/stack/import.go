@@ -222,6 +222,23 @@ func needsRFC2047(s string) bool {
 	return strings.Contains(s, "=?")
 }
 
+// changeKey identifies the change a mail makes: its diff with the index lines (blob
+// IDs, abbreviated or full) left out. Two mails with the same key change the same lines
+// at the same places of the same files.
+func changeKey(mail []byte) string {
+	i := bytes.Index(mail, []byte("\ndiff --git "))
+	if i < 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(mail[i+1:]), "\n") {
+		if !strings.HasPrefix(l, "index ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
 // ImportOptions say what to import where.
 type ImportOptions struct {
 	Src   string
@@ -278,8 +295,8 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 	// quilt import refuses a name the series has, instead of appending duplicates.
 	have := map[string]string{}
 	for _, n := range sd.names {
-		if d := normalisedDiff(sd.files[n]); d != nil {
-			have[strings.Join(d, "\n")] = n
+		if d := changeKey(sd.files[n]); d != "" {
+			have[d] = n
 		}
 	}
 	for _, m := range mails {
@@ -291,7 +308,7 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", m.Source, err)
 		}
-		key := strings.Join(normalisedDiff(out), "\n")
+		key := changeKey(out)
 		if prev, dup := have[key]; dup && key != "" {
 			return nil, fmt.Errorf("import %s: %s already holds the same change as %s; nothing imported (remove that entry first to replace it)", m.Source, opts.Dir, prev)
 		}
