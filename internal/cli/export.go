@@ -33,6 +33,11 @@ nobody ever had. A dropped commit deletes its file, and its ID goes on the serie
 configuration (prefixes, colour, abbreviation, rename detection, signature, format.*):
 re-exporting unchanged commits writes byte-identical files.
 
+When the clone does not hold the pinned upstream commit (a shallow clone, a fork),
+the series starts at the parent of the commit carrying the first entry's Series-Id (with
+no series file yet: of the oldest commit in the run of Series-Id commits below HEAD), and
+a warning says so; --base overrides.
+
 --check writes nothing and exits 1, listing each file that would change: the CI check
 that the committed series matches the branch.`,
 		Example: `  mpspatch export --tree ~/src/pytorch --patches patches/
@@ -67,9 +72,12 @@ func runExport(ctx context.Context, d *deps, opts *exportOptions) error {
 	}
 	p := d.printer()
 	p.Progressf("export: %s..%s of %s into %s", shortSHA(base), opts.head, opts.tree, dir)
-	res, err := stack.Export(ctx, authorGit(), stack.ExportOptions{Tree: opts.tree, Base: base, Head: opts.head, Dir: dir, Check: opts.check})
+	res, err := stack.Export(ctx, authorGit(), stack.ExportOptions{Tree: opts.tree, Base: base, Head: opts.head, Dir: dir, Check: opts.check, BaseIsPin: opts.base == ""})
 	if err != nil {
 		return gitError(err)
+	}
+	if res.BaseFound != "" {
+		p.Warnf("export: the pinned upstream commit %s is not in %s; the series starts at %s (%s)", shortSHA(base), opts.tree, shortSHA(res.Base), res.BaseFound)
 	}
 	if err := p.Result(res, func(w io.Writer) { writeExportText(w, p, res, opts.check) }); err != nil {
 		return err

@@ -25,8 +25,12 @@ func newImportCmd(d *deps) *cobra.Command {
 0001-Fix-the-Stream.patch; in the order of its series file when it has one), or of an
 mbox holding several mails, and append them to the series as new entries with the next
 free IDs. Names and headers are normalised: NNNN-slug.patch, a zero SHA on the From line,
-a plain [PATCH] subject prefix on one line, no version signature. What was normalised is
-listed per patch.`,
+a plain [PATCH] subject prefix (other bracketed prefixes and Re: dropped, as git am drops
+them) folded as git format-patch folds it, no version signature, a/ b/ path prefixes (a
+mail written with diff.noprefix gets them), no Series-Id trailer. An in-body From:,
+Subject: or Date: line at the top of the body wins, as in git am. What was normalised is
+listed per patch. A cover letter (0000-cover-letter.patch, or a [PATCH 0/N] mail with
+no diff) is left out; mails whose change the series already holds are refused.`,
 		Example: `  git format-patch -o /tmp/out v2.9.1..my-fix
   mpspatch import /tmp/out --patches patches/
   mpspatch import fixes.mbox --patches patches/ --dry-run`,
@@ -63,6 +67,9 @@ func runImport(ctx context.Context, d *deps, opts *importOptions, src string) er
 		verb := "imported"
 		if opts.dryRun {
 			verb = "dry run: would import"
+		}
+		for _, sk := range res.Skipped {
+			fmt.Fprintf(w, "  %-40s left out: a cover letter (no diff)\n", sk)
 		}
 		fmt.Fprintf(w, "%s %s into %s\n", verb, plural(len(res.Patches), "patch"), dir)
 	})

@@ -289,6 +289,9 @@ func writeRebaseReport(w io.Writer, p *printer, rep *rebaseReport, markdown bool
 			c = red
 		}
 		fmt.Fprintf(w, "  %-18s %s\n", p.Paint(c, outcomeLine(o)), o.Name)
+		for _, rn := range o.Renamed {
+			fmt.Fprintf(w, "      followed the upstream rename %s\n", rn)
+		}
 		if o.Outcome == stack.OutcomeEmpty {
 			if o.Upstream != "" {
 				fmt.Fprintf(w, "      upstream already has it (last touched by %s %s); propose dropping it\n", shortSHA(o.Upstream), o.UpstreamSubject)
@@ -345,6 +348,12 @@ func writeRebaseMarkdown(w io.Writer, rep *rebaseReport) {
 			note = "upstream has it; propose dropping"
 		case o.Changed:
 			note = "content changed (below)"
+		}
+		if len(o.Renamed) > 0 {
+			if note != "" {
+				note += "; "
+			}
+			note += "followed the upstream rename " + strings.ReplaceAll(strings.Join(o.Renamed, ", "), "|", `\|`)
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %s |\n", o.Name, outcomeLine(o), note)
 	}

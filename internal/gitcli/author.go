@@ -32,12 +32,20 @@ var formatPatchConfig = []string{
 	"-c", "log.showSignature=false",
 	"-c", "color.ui=never",
 	"-c", "color.diff=never",
+	// Files over the threshold are diffed as binary, and a user's attributes file can mark
+	// any path -diff or give it a diff driver: both turn text hunks into binary patches.
+	"-c", "core.bigFileThreshold=512m",
+	"-c", "core.attributesFile=" + devNull,
 }
 
 // formatPatchFlags are the normalising flags: a zero SHA on the From line, no
 // [PATCH n/m], no version signature, full blob IDs on the index lines (the series
 // engine's status relies on them), no rename detection, the default diff algorithm and
-// context, a/ b/ prefixes, and none of the headers format.* settings may add.
+// context, a/ b/ prefixes, and none of the headers format.* settings may add; inline
+// text rather than MIME attachments (format.attach), the indent heuristic git defaults
+// to (diff.indentHeuristic), and gitlinks shown as git shows them by default.
+// TestFormatPatchIgnoresEachSetting tries 70 settings one by one, in the user's and the
+// repository's config.
 var formatPatchFlags = []string{
 	"format-patch", "--stdout", "--zero-commit", "--no-numbered", "--no-signature",
 	"--full-index", "--no-renames", "--no-color", "--no-thread", "--no-cover-letter",
@@ -45,6 +53,7 @@ var formatPatchFlags = []string{
 	"-U3", "--inter-hunk-context=0", "--diff-algorithm=myers", "--no-ext-diff",
 	"--no-textconv", "--no-relative", "--no-to", "--no-cc", "--no-add-header", "--no-base",
 	"--no-from", "--no-notes", "--encoding=UTF-8", "-O" + devNull, "--binary",
+	"--no-attach", "--indent-heuristic", "--ignore-submodules=none", "--submodule=short",
 }
 
 // devNull is an empty order file; -O with it disables diff.orderFile.
@@ -179,12 +188,15 @@ func (g *Git) CommitStaged(ctx context.Context, dir, message, author, date strin
 	return g.RevParse(ctx, dir, "HEAD")
 }
 
-// Add stages paths (additions, modifications and deletions) in dir.
+// Add stages paths (additions, modifications and deletions) in dir. The paths are the
+// ones a patch touches, so they are added even where .gitignore matches them (-f), as
+// git am and git rebase do: a tracked file in an ignored directory (fzf's
+// bin/fzf-tmux) or a new file there is the patch's, not the ignore rules'.
 func (g *Git) Add(ctx context.Context, dir string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	args := append([]string{"add", "-A", "--"}, paths...)
+	args := append([]string{"add", "-A", "-f", "--"}, paths...)
 	_, err := g.exec(ctx, call{op: "add", dir: dir, args: args})
 	return err
 }
@@ -363,4 +375,74 @@ func (g *Git) IndexDiffers(ctx context.Context, dir, commit string) (bool, error
 		return false, err
 	}
 	return false, nil
+}
+
+// CommitMessage is one commit's ID, parents and raw message.
+type CommitMessage struct {
+	SHA     string
+	Parents []string
+	Message string
+}
+
+// FirstParentMessages reads the messages of at most max commits from head back along
+// first parents, newest first (`git log --first-parent`), with the user's log settings
+// that could change a message (signatures, encoding) pinned.
+func (g *Git) FirstParentMessages(ctx context.Context, dir, head string, max int) ([]CommitMessage, error) {
+	if strings.HasPrefix(head, "-") {
+		return nil, fmt.Errorf("git log: revision %q starts with a dash", head)
+	}
+	args := []string{"-c", "log.showSignature=false", "-c", "i18n.logOutputEncoding=UTF-8",
+		"log", "--first-parent", "-z", "--no-notes", "--no-decorate", "--max-count=" + fmt.Sprint(max),
+		"--format=%H %P%n%B", "--end-of-options", head}
+	out, err := g.exec(ctx, call{op: "log " + head, dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	var res []CommitMessage
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		ids, msg, _ := strings.Cut(rec, "\n")
+		f := strings.Fields(ids)
+		if len(f) == 0 || !fullSHARE().MatchString(f[0]) {
+			return nil, fmt.Errorf("git log %s: unexpected record %q", head, truncate(rec, 80))
+		}
+		res = append(res, CommitMessage{SHA: f[0], Parents: f[1:], Message: msg})
+	}
+	return res, nil
+}
+
+// HasCommit reports whether rev names a commit the repository at dir holds.
+func (g *Git) HasCommit(ctx context.Context, dir, rev string) bool {
+	if strings.HasPrefix(rev, "-") {
+		return false
+	}
+	_, err := g.exec(ctx, call{op: "cat-file -e " + rev, dir: dir,
+		args: []string{"cat-file", "-e", "--end-of-options", rev + "^{commit}"}})
+	return err == nil
+}
+
+// Renames lists the files renamed between two commits, old path to new, with git's own
+// rename detection as its merge uses it (50% similarity, up to merge.renameLimit's
+// default of 7,000 candidates), independent of the user's diff settings.
+func (g *Git) Renames(ctx context.Context, dir, from, to string) (map[string]string, error) {
+	if strings.HasPrefix(from, "-") || strings.HasPrefix(to, "-") {
+		return nil, fmt.Errorf("git diff: revision %q..%q starts with a dash", from, to)
+	}
+	out, err := g.exec(ctx, call{op: "diff --find-renames " + from + " " + to, dir: dir,
+		args: []string{"-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z",
+			"--find-renames", "-l7000", "--diff-filter=R", "--end-of-options", from, to}})
+	if err != nil {
+		return nil, err
+	}
+	f := splitNUL(out)
+	renames := map[string]string{}
+	for i := 0; i+2 < len(f); i += 3 {
+		if !strings.HasPrefix(f[i], "R") {
+			return nil, fmt.Errorf("git diff --name-status %s %s: unexpected status %q", from, to, truncate(f[i], 20))
+		}
+		renames[f[i+1]] = f[i+2]
+	}
+	return renames, nil
 }

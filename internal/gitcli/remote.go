@@ -23,8 +23,16 @@ type RemoteRef struct {
 }
 
 // LsRemote lists the refs of url matching patterns (all refs when none), in one request.
+//
+// git matches ls-remote patterns against the tail of each name after the server sent
+// them all, so patterns alone download every ref: on a big forge that is mostly
+// refs/pull/* (pytorch/pytorch has well over 100,000). --tags and --heads are the only
+// way to make git send protocol v2 ref prefixes (refs/tags/, refs/heads/), so the
+// server lists only those; LsRemote passes them whenever every pattern lies under them,
+// and pins protocol v2 (a user's protocol.version = 0 or 1 has no prefixes at all).
 func (g *Git) LsRemote(ctx context.Context, url string, patterns ...string) ([]RemoteRef, error) {
-	args := append([]string{"ls-remote", "--", url}, patterns...)
+	args := append([]string{"-c", "protocol.version=2", "ls-remote"}, lsRemoteScope(patterns)...)
+	args = append(append(args, "--", url), patterns...)
 	out, err := g.exec(ctx, call{op: "ls-remote " + RedactURL(url), args: args})
 	if err != nil {
 		return nil, err
@@ -41,6 +49,35 @@ func (g *Git) LsRemote(ctx context.Context, url string, patterns ...string) ([]R
 		refs = append(refs, RemoteRef{Name: name, SHA: sha})
 	}
 	return refs, nil
+}
+
+// lsRemoteScope returns the ls-remote flags that limit what the server lists to the
+// namespaces patterns lie in: --tags when every pattern is under refs/tags/, --heads
+// when under refs/heads/, both for a mix of the two; none when a pattern could name a
+// ref elsewhere (or there is no pattern), since the flags also filter git's output.
+func lsRemoteScope(patterns []string) []string {
+	if len(patterns) == 0 {
+		return nil
+	}
+	var tags, heads bool
+	for _, p := range patterns {
+		switch {
+		case strings.HasPrefix(p, "refs/tags/"):
+			tags = true
+		case strings.HasPrefix(p, "refs/heads/"):
+			heads = true
+		default:
+			return nil
+		}
+	}
+	var flags []string
+	if tags {
+		flags = append(flags, "--tags")
+	}
+	if heads {
+		flags = append(flags, "--heads")
+	}
+	return flags
 }
 
 // FetchOptions tune Fetch.

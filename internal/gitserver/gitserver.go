@@ -41,6 +41,9 @@ type Request struct {
 	Command string
 	// Wants are the object IDs a fetch asked for.
 	Wants []string
+	// RefPrefixes are the ref-prefix arguments of an ls-refs request: what the client
+	// asked the server to list (none: every ref).
+	RefPrefixes []string
 	// Status is the HTTP status sent.
 	Status int
 	// Bytes counts the response body bytes sent.
@@ -169,7 +172,7 @@ func (s *Server) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		req.Command, req.Wants = parseUploadPack(body, r.Header.Get("Content-Encoding"))
+		req.Command, req.Wants, req.RefPrefixes = parseUploadPack(body, r.Header.Get("Content-Encoding"))
 		if req.Command == "fetch" && s.opts.OnPack != nil {
 			s.opts.OnPack(r, req)
 		}
@@ -186,20 +189,18 @@ func (s *Server) record(r Request) {
 	s.requests = append(s.requests, r)
 }
 
-// parseUploadPack reads a protocol v2 upload-pack request: its command and the object
-// IDs it wants. Git gzips large request bodies.
-func parseUploadPack(body []byte, encoding string) (string, []string) {
+// parseUploadPack reads a protocol v2 upload-pack request: its command, the object IDs
+// it wants and the ref prefixes it asks to list. Git gzips large request bodies.
+func parseUploadPack(body []byte, encoding string) (command string, wants, prefixes []string) {
 	var rd io.Reader = bytes.NewReader(body)
 	if encoding == "gzip" {
 		z, err := gzip.NewReader(rd)
 		if err != nil {
-			return "", nil
+			return "", nil, nil
 		}
 		rd = z
 	}
 	br := bufio.NewReader(rd)
-	var command string
-	var wants []string
 	for {
 		line, err := readPkt(br)
 		if err != nil {
@@ -212,9 +213,11 @@ func parseUploadPack(body []byte, encoding string) (string, []string) {
 		case strings.HasPrefix(line, "want "):
 			f := strings.Fields(line)
 			wants = append(wants, f[1])
+		case strings.HasPrefix(line, "ref-prefix "):
+			prefixes = append(prefixes, strings.TrimPrefix(line, "ref-prefix "))
 		}
 	}
-	return command, wants
+	return command, wants, prefixes
 }
 
 // readPkt reads one pkt-line; flush and delimiter packets read as "".

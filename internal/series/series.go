@@ -370,11 +370,23 @@ func ParsePatch(p *Patch) []Problem {
 			if strings.TrimSpace(t.Value) == "" {
 				add(t.Line, "empty Intent: trailer")
 			}
+		case "series-id":
+			// apply --commit's marker on a commit; export and import remove it.
+			add(t.Line, "Series-Id: %s: that trailer belongs on a commit, never in a patch file (the ID is the file name's); run mpspatch export, or delete the line", t.Value)
 		case "test":
 			if !testRefRE().MatchString(strings.TrimSpace(t.Value)) {
 				add(t.Line, "Test: %q: want FILE.py::NAME, a test in verify/suites/ (for example test_linear.py::test_linear_variants)", t.Value)
 			}
 		}
+	}
+	if st, _, err := DiffPrefixes(raw); err != nil {
+		add(0, "%v", err)
+	} else if st != GitDefault {
+		line := 0
+		if secs := headerSections(raw); len(secs) > 0 {
+			line = secs[0].line
+		}
+		add(line, "the diff names its paths with prefixes %q and %q, not a/ and b/ (written with diff.noprefix or diff.mnemonicPrefix?); read as git apply -p1 reads them it would patch other files: `mpspatch import` rewrites such a mail", st.Src, st.Dst)
 	}
 	for i, f := range files {
 		for _, prob := range checkFile(f) {

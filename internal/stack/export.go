@@ -26,6 +26,10 @@ type ExportOptions struct {
 	Dir string
 	// Check computes everything and writes nothing.
 	Check bool
+	// BaseIsPin says Base is the configured upstream pin rather than the user's choice:
+	// when the clone lacks that commit (a shallow or fresh clone, a fork), Export finds
+	// the series' own base instead (see seriesBase).
+	BaseIsPin bool
 }
 
 // File actions in an ExportResult.
@@ -54,6 +58,9 @@ type ExportResult struct {
 	Retired []int        `json:"retired,omitempty"`
 	// Changed is set when any file differs (was written, or would be with Check).
 	Changed bool `json:"changed"`
+	// BaseFound, when set, says how Base was found because the pinned commit was not
+	// in the clone ("parent of abc123, the commit with Series-Id 0001").
+	BaseFound string `json:"base_found,omitempty"`
 }
 
 // exportedPatch is one commit as a series entry.
@@ -74,6 +81,18 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	}
 	if strings.HasPrefix(opts.Base, "-") || strings.HasPrefix(head, "-") {
 		return nil, fmt.Errorf("export: revision %q..%q starts with a dash", opts.Base, head)
+	}
+	var baseFound string
+	if opts.BaseIsPin && !g.HasCommit(ctx, opts.Tree, opts.Base) {
+		sd, err := readSeriesDir(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		base, how, err := seriesBase(ctx, g, opts.Tree, head, sd)
+		if err != nil {
+			return nil, fmt.Errorf("export: the pinned upstream commit %s is not in %s, and %w; pass --base REV (the commit the series starts on)", opts.Base, opts.Tree, err)
+		}
+		opts.Base, baseFound = base, how
 	}
 	rng := opts.Base + ".." + head
 	// Two git processes run at once: rev-list (the commits, their parents for the merge
@@ -124,7 +143,7 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	if err != nil {
 		return nil, err
 	}
-	res := &ExportResult{Dir: opts.Dir, Base: base, Head: headSHA}
+	res := &ExportResult{Dir: opts.Dir, Base: base, Head: headSHA, BaseFound: baseFound}
 
 	want := map[string][]byte{}
 	var names []string
@@ -321,4 +340,50 @@ func matchEntry(sd *seriesDir, p exportedPatch, claimed map[int]bool) int {
 		claimed[bySubject] = true
 	}
 	return bySubject
+}
+
+// seriesBaseDepth bounds how far back seriesBase looks: a series is tens of commits.
+const seriesBaseDepth = 5000
+
+// seriesBase finds where the series on head starts when the pinned upstream commit is
+// not in the clone: the first parent of the commit carrying the Series-Id of the
+// series file's first entry, or, with no series file, of the oldest commit in the run of
+// Series-Id commits nearest head (commits without one above the run are new patches).
+func seriesBase(ctx context.Context, g *gitcli.Git, tree, head string, sd *seriesDir) (base, how string, err error) {
+	msgs, err := g.FirstParentMessages(ctx, tree, head, seriesBaseDepth)
+	if err != nil {
+		return "", "", err
+	}
+	first := 0
+	if len(sd.names) > 0 {
+		first, _ = patchID(sd.names[0])
+	}
+	oldest := -1
+	for i, m := range msgs {
+		_, id := stripSeriesID([]byte(m.Message))
+		if first != 0 {
+			if id == first {
+				oldest = i
+				break
+			}
+			continue
+		}
+		if id != 0 {
+			oldest = i
+		} else if oldest >= 0 {
+			break
+		}
+	}
+	if oldest < 0 {
+		if first != 0 {
+			return "", "", fmt.Errorf("no commit in the last %d on %s carries Series-Id %04d (the series' first patch)", seriesBaseDepth, head, first)
+		}
+		return "", "", fmt.Errorf("no commit in the last %d on %s carries a Series-Id trailer", seriesBaseDepth, head)
+	}
+	c := msgs[oldest]
+	if len(c.Parents) == 0 {
+		return "", "", fmt.Errorf("commit %s, the series' first, has no parent", c.SHA)
+	}
+	_, id := stripSeriesID([]byte(c.Message))
+	return c.Parents[0], fmt.Sprintf("parent of %s, the commit with Series-Id %04d", c.SHA[:12], id), nil
 }

@@ -191,3 +191,49 @@ func TestExportStableIDs(t *testing.T) {
 		t.Errorf("series after a second new patch:\n%s", series)
 	}
 }
+
+// TestExportFindsTheSeriesBase: in a clone that lacks the pinned upstream commit, export
+// starts the series at the parent of the commit carrying the first entry's Series-Id
+// (or, with no series file, the oldest of the Series-Id commits below HEAD), writes the
+// same files, and says how it found the base; a base the user gave is never replaced.
+func TestExportFindsTheSeriesBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	want := dirFiles(t, f.patches)
+	tree := f.applyCommits()
+	v1 := f.git(tree, "rev-parse", "v1^{commit}")
+	const missing = "0123456789abcdef0123456789abcdef01234567"
+	ctx := context.Background()
+
+	res, err := Export(ctx, f.g, ExportOptions{Tree: tree, Base: missing, BaseIsPin: true, Dir: f.patches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Base != v1 || res.Changed || !strings.Contains(res.BaseFound, "Series-Id 0001") {
+		t.Errorf("export with a missing pin: base %s (%q), changed %v; want v1 %s, unchanged", res.Base, res.BaseFound, res.Changed, v1)
+	}
+
+	// A new commit on top (no Series-Id yet) and no series file: the run rule.
+	f.edit(filepath.Join(tree, "a.c"), "a line 1", "a line 1 NEW")
+	f.git(tree, "commit", "-q", "-am", "a: a new patch")
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	res, err = Export(ctx, f.g, ExportOptions{Tree: tree, Base: missing, BaseIsPin: true, Dir: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := dirFiles(t, fresh)
+	if res.Base != v1 || len(have) != len(want)+1 {
+		t.Errorf("fresh export: base %s, %d files; want v1 %s and %d files", res.Base, len(have), v1, len(want)+1)
+	}
+
+	// The user's own --base is never second-guessed.
+	if _, err := Export(ctx, f.g, ExportOptions{Tree: tree, Base: missing, Dir: f.patches, Check: true}); err == nil {
+		t.Error("export --base MISSING succeeded")
+	}
+	// No Series-Id anywhere: refuse, naming --base.
+	plain := f.clone("v1")
+	_, err = Export(ctx, f.g, ExportOptions{Tree: plain, Base: missing, BaseIsPin: true, Dir: filepath.Join(t.TempDir(), "p")})
+	if err == nil || !strings.Contains(err.Error(), "pass --base") || !strings.Contains(err.Error(), missing) {
+		t.Errorf("export without Series-Id commits: err = %v, want one naming the pin and --base", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing/fstest"
+	"unicode/utf8"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
@@ -111,16 +112,12 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	parts, _ := splitMail(out)
 	if loc := subjectLineRE().FindIndex(parts.header); loc != nil {
 		old := string(parts.header[loc[0]:loc[1]])
-		enc := mm.Subject
-		if !isASCII(enc) {
-			enc = mimeQ(enc)
-		}
-		want := "Subject: [PATCH] " + enc + "\n"
+		want := subjectHeader(mm.Subject)
 		if old != want {
 			if strings.Contains(strings.SplitN(old, "]", 2)[0], "/") || !strings.HasPrefix(old, "Subject: [PATCH] ") {
 				notes = append(notes, "subject prefix made [PATCH]")
 			} else {
-				notes = append(notes, "subject unfolded")
+				notes = append(notes, "subject folded as git format-patch folds it")
 			}
 			parts.header = append(append(append([]byte{}, parts.header[:loc[0]]...), want...), parts.header[loc[1]:]...)
 		}
@@ -130,22 +127,117 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 		notes = append(notes, "signature removed")
 		out = append(out[:loc[0]:loc[0]], '\n')
 	}
+	// A mail written with diff.noprefix (or mnemonic prefixes) names its paths without
+	// a/ b/: read as -p1 it would patch the wrong files, so its headers are rewritten.
+	st, heads, err := series.DiffPrefixes(out)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if st != series.GitDefault {
+		out = series.RewritePrefixes(out, st, heads)
+		if st.Src == "" {
+			notes = append(notes, "paths had no a/ b/ prefixes (diff.noprefix): added")
+		} else {
+			notes = append(notes, fmt.Sprintf("path prefixes %s %s made a/ b/", st.Src, st.Dst))
+		}
+	}
 	if shortIndexRE().Match(out) {
 		notes = append(notes, "index lines carry abbreviated blob IDs (apply --commit and export to get full ones)")
 	}
 	return out, mm.Subject, notes, nil
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
+// subjectHeader writes the Subject: header of a normalised mail exactly as git
+// format-patch writes it for this subject, so that import and a later export make the
+// same bytes: plain text wrapped at word boundaries into lines of at most 78 columns
+// (continuation lines start with one space), or, for a subject that needs RFC 2047
+// (non-ASCII bytes, or "=?"), one Q-encoded word per line, each line at most 76 columns,
+// every byte but printable ASCII other than space, "=", "?" and "_" written as =XX.
+// TestSubjectHeaderMatchesGit checks both against git format-patch.
+func subjectHeader(subject string) string {
+	const prefix = "Subject: [PATCH] "
+	var b strings.Builder
+	b.WriteString(prefix)
+	if !needsRFC2047(subject) {
+		col := len(prefix)
+		for i, w := range strings.Split(subject, " ") {
+			switch {
+			case i == 0 && col+len(w) > 78:
+				// A first word too long for the first line goes to the next one, after
+				// the prefix's own space, as git breaks it.
+				b.WriteString("\n ")
+				col = 0
+			case i == 0:
+				col--
+			case col+1+len(w) > 78:
+				b.WriteString("\n ")
+				col = 0
+			default:
+				b.WriteByte(' ')
+			}
+			b.WriteString(w)
+			col += 1 + len(w)
 		}
+		b.WriteByte('\n')
+		return b.String()
 	}
-	return true
+	const maxEncoded = 76
+	b.WriteString("=?UTF-8?q?")
+	col := len(prefix) + len("UTF-8") + 5
+	for i := 0; i < len(subject); {
+		n := 1
+		if c := subject[i]; c >= 0x80 {
+			_, n = utf8.DecodeRuneInString(subject[i:])
+		}
+		special := n > 1 || subject[i] < 0x21 || subject[i] > 0x7e || strings.IndexByte("=?_", subject[i]) >= 0
+		enc := 1
+		if special {
+			enc = 3 * n
+		}
+		if col+enc+2 > maxEncoded {
+			b.WriteString("?=\n =?UTF-8?q?")
+			col = len("UTF-8") + 5 + 1
+		}
+		for k := 0; k < n; k++ {
+			if special {
+				fmt.Fprintf(&b, "=%02X", subject[i+k])
+			} else {
+				b.WriteByte(subject[i+k])
+			}
+		}
+		col += enc
+		i += n
+	}
+	b.WriteString("?=\n")
+	return b.String()
 }
 
-func mimeQ(s string) string { return mimeWordEncoder.Encode("UTF-8", s) }
+// needsRFC2047 is git's test for encoding a header: a non-ASCII byte, or "=?".
+func needsRFC2047(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	return strings.Contains(s, "=?")
+}
+
+// changeKey identifies the change a mail makes: its diff with the index lines (blob
+// IDs, abbreviated or full) left out. Two mails with the same key change the same lines
+// at the same places of the same files.
+func changeKey(mail []byte) string {
+	i := bytes.Index(mail, []byte("\ndiff --git "))
+	if i < 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(mail[i+1:]), "\n") {
+		if !strings.HasPrefix(l, "index ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
 
 // ImportOptions say what to import where.
 type ImportOptions struct {
@@ -166,6 +258,22 @@ type Imported struct {
 type ImportResult struct {
 	Dir     string     `json:"dir"`
 	Patches []Imported `json:"patches"`
+	// Skipped names the cover letters left out: mails with no diff that git
+	// format-patch --cover-letter writes as 0000-cover-letter.patch ("[PATCH 0/N]").
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// coverSubjectRE matches a cover letter's numbered subject prefix: [PATCH 0/3],
+// [RFC PATCH v2 00/12].
+var coverSubjectRE = lazyregexp.New(`(?m)^Subject: \[[^\]]*\b0+/[0-9]+\]`)
+
+// isCoverLetter says whether a mail is a series' cover letter rather than a patch: it
+// holds no diff, and git format-patch named it 0000-cover-letter.patch or numbered it 0/N.
+func isCoverLetter(m Mail) bool {
+	if bytes.Contains(m.Raw, []byte("\ndiff --git ")) {
+		return false
+	}
+	return strings.HasPrefix(filepath.Base(m.Source), "0000-cover-letter.patch") || coverSubjectRE().Match(m.Raw)
 }
 
 // Import appends the mails of opts.Src to the series in opts.Dir as new entries with the
@@ -183,10 +291,37 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 	next := sd.maxID()
 	names := append([]string{}, sd.names...)
 	files := map[string][]byte{}
+	// The diffs the series already holds: importing the same mails twice is refused, as
+	// quilt import refuses a name the series has, instead of appending duplicates.
+	have := map[string]string{}
+	for _, n := range sd.names {
+		if d := changeKey(sd.files[n]); d != "" {
+			have[d] = n
+		}
+	}
 	for _, m := range mails {
+		if isCoverLetter(m) {
+			res.Skipped = append(res.Skipped, m.Source)
+			continue
+		}
 		out, subject, notes, err := NormaliseMail(m.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", m.Source, err)
+		}
+		key := changeKey(out)
+		if prev, dup := have[key]; dup && key != "" {
+			return nil, fmt.Errorf("import %s: %s already holds the same change as %s; nothing imported (remove that entry first to replace it)", m.Source, opts.Dir, prev)
+		}
+		have[key] = m.Source
+		// A mail exported from a commit apply --commit made may still carry its Series-Id
+		// (an older mpspatch, or git format-patch by hand): the ID is the series file's
+		// business, never the patch's.
+		if parts, err := splitMail(out); err == nil {
+			if body, id := stripSeriesID(parts.body); id != 0 {
+				parts.body = body
+				out = parts.bytes()
+				notes = append(notes, fmt.Sprintf("%s: %04d trailer dropped", TrailerKey, id))
+			}
 		}
 		p := &series.Patch{Name: "import", Raw: out}
 		if probs := series.ParsePatch(p); len(probs) > 0 {
@@ -240,12 +375,18 @@ func NormalisedView(dir string) (fs.FS, []string, error) {
 	fsys := fstest.MapFS{}
 	var order strings.Builder
 	var warnings []string
-	for i, m := range mails {
+	n := 0
+	for _, m := range mails {
+		if isCoverLetter(m) {
+			warnings = append(warnings, m.Source+": a cover letter (no diff), left out")
+			continue
+		}
 		out, subject, notes, err := NormaliseMail(m.Raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", m.Source, err)
 		}
-		name := fmt.Sprintf("%04d-%s.patch", i+1, slugify(subject))
+		n++
+		name := fmt.Sprintf("%04d-%s.patch", n, slugify(subject))
 		fsys[name] = &fstest.MapFile{Data: out, Mode: 0o644}
 		order.WriteString(name + "\n")
 		if name != m.Source {

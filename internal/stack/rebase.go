@@ -53,6 +53,9 @@ type PatchOutcome struct {
 	// RangeDiff is a short excerpt of how.
 	Changed   bool   `json:"content_changed,omitempty"`
 	RangeDiff string `json:"range_diff,omitempty"`
+	// Renamed lists the upstream renames the patch followed ("old → new"): a file it
+	// changes was renamed between base and onto, and the patch went to the new name.
+	Renamed []string `json:"renamed,omitempty"`
 }
 
 // Stop says why a rebase stopped before a patch.
@@ -152,6 +155,11 @@ type rebaser struct {
 	opts  RebaseOptions
 	mails [][]byte // normalised mails of the old commits, Series-Id removed
 	pats  []*series.Patch
+	// renames are the upstream renames between Base and Onto, found when a patch first
+	// names a file the tree lacks (nil: not looked up yet); renamed[i] the ones patch i
+	// followed.
+	renames map[string]string
+	renamed map[int][]string
 }
 
 // crashHook lets tests kill the process at named steps (see crash_test.go).
@@ -337,7 +345,8 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 			st.IDs = append(st.IDs, id)
 			st.Names = append(st.Names, name)
 		}
-		p := &series.Patch{Name: st.Names[i], ID: st.IDs[i], Raw: m}
+		// The mail without its Series-Id: commit() adds the trailer back once.
+		p := &series.Patch{Name: st.Names[i], ID: st.IDs[i], Raw: r.mails[i]}
 		if probs := series.ParsePatch(p); len(probs) > 0 {
 			return fmt.Errorf("rebase: commit %s: %s", st.Commits[i], probs[0])
 		}
@@ -545,7 +554,124 @@ func (r *rebaser) commitResolution(ctx context.Context) error {
 func (r *rebaser) read(p string) ([]byte, error) { return r.root.ReadFile(p) }
 
 func (r *rebaser) outcome(i int, what string) PatchOutcome {
-	return PatchOutcome{ID: r.st.IDs[i], Name: r.st.Names[i], Subject: r.pats[i].Title, Outcome: what, OldCommit: r.st.Commits[i]}
+	return PatchOutcome{ID: r.st.IDs[i], Name: r.st.Names[i], Subject: r.pats[i].Title, Outcome: what, OldCommit: r.st.Commits[i], Renamed: r.renamed[i]}
+}
+
+// followRenames points patch i at the new names of files upstream renamed between Base
+// and Onto, as git's merge follows a rename: when a file the patch changes or deletes is
+// missing from the tree and rename detection between Base and Onto names its new path
+// (which the tree has), the patch's headers are rewritten to that path. The rewritten
+// mail is what the step applies (exact, offset or three-way) and what gets committed.
+// Recomputed from the commits on every run, so a resumed rebase follows the same renames.
+func (r *rebaser) followRenames(ctx context.Context, i int) error {
+	p := r.pats[i]
+	var missing []string
+	for _, f := range p.Files {
+		if f.IsNew || f.OldName == "" {
+			continue
+		}
+		if _, err := r.root.Lstat(f.OldName); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, f.OldName)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if r.renames == nil {
+		rn, err := r.g.Renames(ctx, r.st.Tree, r.st.Base, r.st.Onto)
+		if err != nil {
+			return err
+		}
+		r.renames = rn
+	}
+	moves := map[string]string{}
+	var followed []string
+	for _, old := range missing {
+		nw, ok := r.renames[old]
+		if !ok {
+			continue
+		}
+		if _, err := r.root.Lstat(nw); err != nil {
+			continue
+		}
+		moves[old] = nw
+		followed = append(followed, old+" → "+nw)
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	mail := renamePaths(r.mails[i], moves)
+	np := &series.Patch{Name: p.Name, ID: p.ID, Raw: mail}
+	if probs := series.ParsePatch(np); len(probs) > 0 {
+		return fmt.Errorf("follow upstream renames %s: %s", strings.Join(followed, ", "), probs[0])
+	}
+	r.mails[i], r.pats[i] = mail, np
+	if r.renamed == nil {
+		r.renamed = map[int][]string{}
+	}
+	r.renamed[i] = followed
+	return nil
+}
+
+// renamePaths rewrites the file headers of a mail's diff (diff --git, ---/+++, rename
+// and copy lines, quoted as git quotes them) and the paths its Intent: trailers end with,
+// so that every path in moves names its new place; hunks are left as they are. Each header is matched whole, so a path holding a
+// space, or one that is a prefix of another ("x.c", "x.cc"), is rewritten exactly.
+func renamePaths(mail []byte, moves map[string]string) []byte {
+	lines := strings.SplitAfter(string(mail), "\n")
+	inHeader, seenDiff := false, false
+	for k, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			inHeader, seenDiff = true, true
+		case strings.HasPrefix(l, "@@ ") || strings.HasPrefix(l, "GIT binary patch"):
+			inHeader = false
+		}
+		if !inHeader {
+			if !seenDiff && strings.HasPrefix(l, "Intent:") {
+				// An intent names the file it holds in; it follows the file.
+				body, nl := strings.CutSuffix(l, "\n")
+				for old, nw := range moves {
+					if rest, ok := strings.CutSuffix(body, " in "+old); ok {
+						body = rest + " in " + nw
+					}
+				}
+				if nl {
+					body += "\n"
+				}
+				lines[k] = body
+			}
+			continue
+		}
+		body, nl := strings.CutSuffix(l, "\n")
+		for old, nw := range moves {
+			qa, qb := series.QuotePath("a/"+old), series.QuotePath("b/"+old)
+			na, nb := series.QuotePath("a/"+nw), series.QuotePath("b/"+nw)
+			if rest, ok := strings.CutPrefix(body, "diff --git "); ok {
+				if strings.HasPrefix(rest, qa+" ") {
+					rest = na + rest[len(qa):]
+				}
+				if strings.HasSuffix(rest, " "+qb) {
+					rest = rest[:len(rest)-len(qb)] + nb
+				}
+				body = "diff --git " + rest
+				continue
+			}
+			for _, h := range [][3]string{{"--- ", qa, na}, {"+++ ", qb, nb}, {"rename from ", series.QuotePath(old), series.QuotePath(nw)},
+				{"rename to ", series.QuotePath(old), series.QuotePath(nw)}, {"copy from ", series.QuotePath(old), series.QuotePath(nw)},
+				{"copy to ", series.QuotePath(old), series.QuotePath(nw)}} {
+				// git ends a ---/+++ path that holds a space with a tab.
+				if rest, ok := strings.CutPrefix(body, h[0]); ok && strings.TrimSuffix(rest, "\t") == h[1] {
+					body = h[0] + h[2] + rest[len(h[1]):]
+				}
+			}
+		}
+		if nl {
+			body += "\n"
+		}
+		lines[k] = body
+	}
+	return []byte(strings.Join(lines, ""))
 }
 
 // commit records the index as patch i's commit, with its original message, author,
@@ -636,6 +762,9 @@ func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
 func (r *rebaser) step(ctx context.Context) error {
 	st := r.st
 	i := st.Next
+	if err := r.followRenames(ctx, i); err != nil {
+		return fmt.Errorf("rebase %s: %w", st.Names[i], err)
+	}
 	p := r.pats[i]
 	crashpoint("step")
 	plan, err := series.ComputePatches(r.root, []*series.Patch{p}, series.Forward)
