@@ -32,6 +32,8 @@ var wantOrder = []string{
 	"0015-shader-library-thread-cache.patch",
 	"0016-bounded-thread-caches.patch",
 	"0017-profiler-maps-and-encoders.patch",
+	"0018-default-stream-unless-opted-in.patch",
+	"0019-sync-without-barrier.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
