@@ -34,6 +34,8 @@ var wantOrder = []string{
 	"0017-profiler-maps-and-encoders.patch",
 	"0018-default-stream-unless-opted-in.patch",
 	"0019-sync-without-barrier.patch",
+	"0020-event-values-monotonic.patch",
+	"0021-encoder-stand-ins-off-queue.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
