@@ -36,6 +36,8 @@ var wantOrder = []string{
 	"0019-sync-without-barrier.patch",
 	"0020-event-values-monotonic.patch",
 	"0021-encoder-stand-ins-off-queue.patch",
+	"0022-profiler-executions-per-thread.patch",
+	"0023-python-stream-api.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
@@ -58,6 +60,8 @@ var v291Blobs = map[string]string{
 	"aten/src/ATen/native/mps/OperationUtils.mm":          "bf3e94207e25b48aa98986887a767379be63f2ad",
 	"aten/src/ATen/native/mps/MetalShaderLibrary.h":       "535edd29ebd7ada7e78fadf8665fefeb3844865b",
 	"aten/src/ATen/native/mps/operations/Linear.mm":       "219086edd8e371577c9f20b799189bcb613c3d87",
+	"torch/csrc/mps/Module.cpp":                           "51c77aba6d765ccedb26740640c2ab93534f592b",
+	"torch/mps/__init__.py":                               "cdbf6b16ac443ede0abdb6f3935623886fc7aff8",
 }
 
 func loadSeries(t *testing.T) *series.Series {
