@@ -38,6 +38,7 @@ var wantOrder = []string{
 	"0021-encoder-stand-ins-off-queue.patch",
 	"0022-profiler-executions-per-thread.patch",
 	"0023-python-stream-api.patch",
+	"0024-stream-debug-mode.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
