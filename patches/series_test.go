@@ -32,6 +32,13 @@ var wantOrder = []string{
 	"0015-shader-library-thread-cache.patch",
 	"0016-bounded-thread-caches.patch",
 	"0017-profiler-maps-and-encoders.patch",
+	"0018-default-stream-unless-opted-in.patch",
+	"0019-sync-without-barrier.patch",
+	"0020-event-values-monotonic.patch",
+	"0021-encoder-stand-ins-off-queue.patch",
+	"0022-profiler-executions-per-thread.patch",
+	"0023-python-stream-api.patch",
+	"0024-stream-debug-mode.patch",
 	"0025-allocator-atomic-ids.patch",
 	"0026-allocator-shared-heaps.patch",
 	"0027-allocator-trim-other-streams.patch",
@@ -60,6 +67,8 @@ var v291Blobs = map[string]string{
 	"aten/src/ATen/native/mps/OperationUtils.mm":          "bf3e94207e25b48aa98986887a767379be63f2ad",
 	"aten/src/ATen/native/mps/MetalShaderLibrary.h":       "535edd29ebd7ada7e78fadf8665fefeb3844865b",
 	"aten/src/ATen/native/mps/operations/Linear.mm":       "219086edd8e371577c9f20b799189bcb613c3d87",
+	"torch/csrc/mps/Module.cpp":                           "51c77aba6d765ccedb26740640c2ab93534f592b",
+	"torch/mps/__init__.py":                               "cdbf6b16ac443ede0abdb6f3935623886fc7aff8",
 }
 
 func loadSeries(t *testing.T) *series.Series {
