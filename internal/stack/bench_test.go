@@ -225,3 +225,78 @@ func BenchmarkExportGrowth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRebaseOwnHistory times `mpspatch rebase` against `git rebase` on a small
+// repository with real history: this one (a few hundred files, like fzf's), moving ten
+// consecutive commits onto an older commit where git rebase goes through. On a small
+// tree the fixed cost per patch decides the ratio, so it also counts the git processes
+// each tool starts (GIT_TRACE), per patch.
+//
+//	go test -run='^$' -bench=RebaseOwnHistory -benchtime=10x ./internal/stack
+func BenchmarkRebaseOwnHistory(b *testing.B) {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		b.Fatalf("needs this repository's history: %v", err)
+	}
+	top := strings.TrimSpace(string(out))
+	e := newEnv(b, false)
+	bin := buildMpspatch(b)
+	mine, theirs := filepath.Join(b.TempDir(), "mine"), filepath.Join(b.TempDir(), "theirs")
+	for _, d := range []string{mine, theirs} {
+		e.git(filepath.Dir(d), "clone", "-q", top, d)
+	}
+	list := strings.Fields(e.git(mine, "rev-list", "--first-parent", "--no-merges", "--reverse", "HEAD"))
+	const n = 10
+	var base, head, onto string
+	for i := len(list) - n - 1; i > 2 && head == ""; i-- {
+		if e.git(mine, "rev-list", "--count", "--merges", list[i]+".."+list[i+n]) != "0" {
+			continue
+		}
+		e.git(theirs, "checkout", "-q", "-f", "-B", "series", list[i+n])
+		cmd := exec.Command("git", "rebase", "-q", "--onto", list[i-1], list[i])
+		cmd.Dir, cmd.Env = theirs, e.vars
+		if cmd.Run() == nil && e.git(theirs, "rev-list", "--count", list[i-1]+"..HEAD") == fmt.Sprint(n) {
+			base, head, onto = list[i], list[i+n], list[i-1]
+		} else {
+			exec.Command("git", "-C", theirs, "rebase", "--abort").Run()
+		}
+	}
+	if head == "" {
+		b.Fatal("no ten-commit run of this history rebases cleanly onto its base's parent")
+	}
+	traced := func(dir string, argv ...string) (time.Duration, int) {
+		trace := filepath.Join(b.TempDir(), "trace")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = dir, append(append([]string{}, e.vars...), "GIT_TRACE="+trace)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+		d := time.Since(start)
+		data, _ := os.ReadFile(trace)
+		return d, strings.Count(string(data), "trace: built-in: git ")
+	}
+	var tm, tg time.Duration
+	var pm, pg int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for _, d := range []string{mine, theirs} {
+			e.git(d, "checkout", "-q", "-f", "-B", "series", head)
+		}
+		b.StartTimer()
+		d, p := traced(mine, bin, "rebase", "-q", "--tree", ".", "--base", base, "--onto", onto, "--no-export")
+		tm, pm = tm+d, p
+		d, p = traced(theirs, "git", "rebase", "-q", "--onto", onto, base)
+		tg, pg = tg+d, p
+	}
+	b.StopTimer()
+	if a, c := e.git(mine, "rev-parse", "HEAD^{tree}"), e.git(theirs, "rev-parse", "HEAD^{tree}"); a != c {
+		b.Fatalf("mpspatch and git rebased to different trees: %s, %s", a, c)
+	}
+	b.ReportMetric(float64(tm.Microseconds())/1000/float64(b.N), "mpspatch-ms/op")
+	b.ReportMetric(float64(tg.Microseconds())/1000/float64(b.N), "git-ms/op")
+	b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
+	b.ReportMetric(float64(pm)/n, "mpspatch-git-procs/patch")
+	b.ReportMetric(float64(pg)/n, "git-procs/patch")
+}
