@@ -131,6 +131,9 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 			return usageErrorf("stage %q: want one of %s", s, strings.Join(runStages, ", "))
 		}
 	}
+	if opts.from != "" && opts.until != "" && slices.Index(runStages, opts.until) < slices.Index(runStages, opts.from) {
+		return usageErrorf("--until %s comes before --from %s", opts.until, opts.from)
+	}
 	switch opts.device {
 	case "", "mps", "cuda", "cpu":
 	default:
@@ -190,6 +193,8 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p},
 	})
 	if err != nil {
+		// The stages were checked above: what is left is a stamp or log that could not be
+		// written (exit 2 when its directory was found unsafe since).
 		return confinedError(err)
 	}
 	rep := runReport{Dir: dir, Series: s.Hash(), Device: device, Summary: sum}

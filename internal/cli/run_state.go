@@ -178,8 +178,19 @@ func openOutside(dir string, create bool) (*confined.Dir, error) {
 	return confined.Open(r, dir, ".", false)
 }
 
-// relInside returns p relative to dir, slash-separated, when p is dir or inside it.
+// relInside returns p relative to dir, slash-separated, when p is dir or inside it, by
+// the path as given or by dir's real path (a tree reached through a link).
 func relInside(dir, p string) (string, bool) {
+	if rel, ok := relInsidePath(dir, p); ok {
+		return rel, true
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		return relInsidePath(real, p)
+	}
+	return "", false
+}
+
+func relInsidePath(dir, p string) (string, bool) {
 	rel, err := filepath.Rel(dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return "", false
