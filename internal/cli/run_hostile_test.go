@@ -288,3 +288,16 @@ func TestRunRefusesAReportDirUnderGit(t *testing.T) {
 		t.Errorf("run wrote before refusing:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestRunUsageErrorsWriteNothing: flags that cannot work are refused (exit 2) before the
+// directory is made.
+func TestRunUsageErrorsWriteNothing(t *testing.T) {
+	f := newRunFixture(t)
+	runCases(t, []mainCase{
+		{name: "until before from", args: f.args("--from", "verify", "--until", "build"), wantCode: ExitUsage, wantStderr: "--until build comes before --from verify"},
+		{name: "report dir is the tree", args: f.args("--report-dir", f.dir), wantCode: ExitUsage, wantStderr: "is the tree itself"},
+	})
+	if _, err := os.Lstat(f.dir); !os.IsNotExist(err) {
+		t.Errorf("a refused run made %s: %v", f.dir, err)
+	}
+}
