@@ -128,7 +128,8 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 	}
 	p.Progressf("%s: series %s, %s, tree %s", verb, s.Source, plural(len(s.Patches), "patch"), opts.tree)
 	var intents []intentReport
-	sopts := series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase, Fsync: opts.fsync}
+	// Held: under `mpspatch run`, which holds the tree's lock across its stages.
+	sopts := series.Options{DryRun: opts.dryRun, IgnoreBase: opts.ignoreBase, Fsync: opts.fsync, Held: heldTreeLock(ctx)}
 	if !opts.reverse {
 		// Intents are judged on the computed result, before anything is written: a series
 		// that applies but no longer does its job is refused whole, like a conflict.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/pipeline"
 	"github.com/mpspatch/mpspatch/internal/series"
@@ -64,11 +63,20 @@ full output in a log under DIR/.mpspatch/run/logs/.
 Resumable: each stage that succeeds records a stamp of what it depended on (the series,
 the pinned commit, the interpreter, flags, the patched files, the mpspatch version), chained
 to the stage before it. A re-run skips the stages whose inputs are unchanged and says so;
-when something changed, that stage and every stage after it run again. --from STAGE runs
-from there whatever the stamps say; --until STAGE stops after it. A stage interrupted by
-Ctrl-C or a kill has no stamp and runs again next time; the stamps of finished stages stay
-valid. Stamps are authenticated with a key kept in the user's config directory, so stamps
-that came with a checkout are never trusted.
+when something changed, that stage and every stage after it run again. The apply stage is
+judged by the tree itself: it is up to date only while the files the series touches are as
+it left them (as status sees them), so a tree unapplied since is applied again. --from
+STAGE runs from there whatever the stamps say; --until STAGE stops after it. A stage
+interrupted by Ctrl-C or a kill has no stamp and runs again next time; the stamps of
+finished stages stay valid. Stamps are authenticated with a key kept in the user's config
+directory and bound to this checkout (its directory and path), so stamps that came with a
+checkout, or with a copy of one, are never trusted.
+
+run holds the tree's lock from before the apply until the build is done: another mpspatch
+that would write the tree meanwhile waits a few seconds, then gives up (exit 3). What run
+writes (DIR/.mpspatch/run: stamps, logs, reports) is checked before the first write: a
+symbolic link on the way there, or a report directory under .git, is refused (exit 2).
+A directory that is neither empty nor a checkout is refused before anything is written.
 
 Stages that need a Mac are reported as skipped, with the reason, on other platforms: the
 MPS build (--build builds anyway, e.g. a CPU or CUDA build), the Metal probe, and verify on
@@ -123,6 +131,9 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 			return usageErrorf("stage %q: want one of %s", s, strings.Join(runStages, ", "))
 		}
 	}
+	if opts.from != "" && opts.until != "" && slices.Index(runStages, opts.until) < slices.Index(runStages, opts.from) {
+		return usageErrorf("--until %s comes before --from %s", opts.until, opts.from)
+	}
 	switch opts.device {
 	case "", "mps", "cuda", "cpu":
 	default:
@@ -149,16 +160,27 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	}
 	reportDir := opts.reportDir
 	if reportDir == "" {
-		reportDir = filepath.Join(dir, ".mpspatch", "run", "report")
+		reportDir = filepath.Join(dir, filepath.FromSlash(runReportDir))
 	} else if reportDir, err = filepath.Abs(reportDir); err != nil {
 		return usageErrorf("--report-dir %s: %v", opts.reportDir, err)
+	}
+	if reportDir == dir {
+		return usageErrorf("--report-dir %s is the tree itself; give the reports a directory of their own", opts.reportDir)
 	}
 	summaryFile := opts.summaryFile
 	if summaryFile == "" {
 		summaryFile = d.io.getenv("GITHUB_STEP_SUMMARY")
 	}
 
-	r := &runner{d: d, opts: opts, dir: dir, device: device, reportDir: reportDir, series: s,
+	// Every place run writes is checked before the first write, and opened so that no
+	// write can leave it; the tree's lock is held from here (see runState).
+	state, err := openRunState(dir, reportDir)
+	if err != nil {
+		return err
+	}
+	defer state.close()
+
+	r := &runner{d: d, opts: opts, dir: dir, device: device, reportDir: reportDir, series: s, state: state,
 		url: cfg.Upstream.URL, commit: cfg.Upstream.Commit,
 		buildPython: cmp.Or(opts.python, cfg.Build.Python), verifyPython: cmp.Or(opts.python, cfg.Verify.Python)}
 	p := d.printer()
@@ -166,13 +188,14 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	if err != nil {
 		p.Warnf("%v; stages will not be stamped and all run every time", err)
 	}
-	state := filepath.Join(dir, ".mpspatch", "run")
 	sum, err := pipeline.Run(ctx, r.stages(), pipeline.Options{
-		StampDir: filepath.Join(state, "stamps"), LogDir: filepath.Join(state, "logs"), Key: key,
+		Stamps: state.stamps, Logs: state.logs, Key: key, Checkout: state.checkout,
 		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p},
 	})
 	if err != nil {
-		return usageErrorf("run: %v", err)
+		// The stages were checked above: what is left is a stamp or log that could not be
+		// written (exit 2 when its directory was found unsafe since).
+		return confinedError(err)
 	}
 	rep := runReport{Dir: dir, Series: s.Hash(), Device: device, Summary: sum}
 	if summaryFile != "" {
@@ -219,6 +242,7 @@ type runner struct {
 	device    string
 	reportDir string
 	series    *series.Series
+	state     *runState
 	url       string
 	commit    string
 	// The interpreters as configured or given: part of the build's and verify's inputs.
@@ -238,6 +262,14 @@ func (r *runner) stages() []pipeline.Stage {
 	common := func() map[string]string {
 		return map[string]string{"mpspatch": version, "series": r.series.Hash()}
 	}
+	// The probe and verify read only the build: the tree's lock is given back when the
+	// pipeline reaches them (a verify on a Mac takes an hour; status must not wait for it).
+	afterTheTree := func(skip func() string) func() string {
+		return func() string {
+			r.state.releaseLock()
+			return skip()
+		}
+	}
 	return []pipeline.Stage{
 		{
 			Name: "clone",
@@ -251,6 +283,9 @@ func (r *runner) stages() []pipeline.Stage {
 			Inputs: func(context.Context) (map[string]string, error) {
 				return common(), nil
 			},
+			// Judged by the tree itself: up to date only while the files the series
+			// touches are as this stage left them (an unapplied tree runs it again).
+			State: r.treeState,
 			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
 				var rep applyReport
 				if err := r.sub(ctx, log, &rep, r.withPatches("apply", "--tree", r.dir)...); err != nil {
@@ -264,9 +299,13 @@ func (r *runner) stages() []pipeline.Stage {
 		},
 		{
 			Name: "audit",
-			Inputs: func(context.Context) (map[string]string, error) {
+			Inputs: func(ctx context.Context) (map[string]string, error) {
 				in := common()
-				in["touched-files"] = r.touchedDigest()
+				state, err := r.treeState(ctx)
+				if err != nil {
+					return nil, err
+				}
+				in["touched-files"] = state["tree"]
 				return in, nil
 			},
 			Run: r.audit,
@@ -303,7 +342,7 @@ func (r *runner) stages() []pipeline.Stage {
 		},
 		{
 			Name: "probe",
-			Skip: needsMac("the Metal probe"),
+			Skip: afterTheTree(needsMac("the Metal probe")),
 			Inputs: func(context.Context) (map[string]string, error) {
 				return map[string]string{"mpspatch": version}, nil
 			},
@@ -313,12 +352,12 @@ func (r *runner) stages() []pipeline.Stage {
 		},
 		{
 			Name: "verify",
-			Skip: func() string {
+			Skip: afterTheTree(func() string {
 				if r.device == "mps" && hostOS != "darwin" {
 					return "verify on mps needs macOS (this is " + hostOS + "); --device cpu or cuda runs the suites here"
 				}
 				return ""
-			},
+			}),
 			Inputs: func(context.Context) (map[string]string, error) {
 				in := common()
 				in["device"], in["python"], in["profile"] = r.device, r.verifyPython, r.opts.profile
@@ -372,14 +411,11 @@ func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, err
 // audit runs the audit with SARIF output kept in the report directory, where CI uploads
 // it to code scanning.
 func (r *runner) audit(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-	if err := os.MkdirAll(r.reportDir, 0o755); err != nil {
-		return pipeline.Result{}, fmt.Errorf("audit: create report directory: %w", err)
-	}
 	var out bytes.Buffer
 	err := r.subRaw(ctx, log, &out, "audit", "--tree", r.dir, "--format", "sarif")
-	path := filepath.Join(r.reportDir, "audit.sarif")
+	path := filepath.Join(r.state.report.Path(), "audit.sarif")
 	if out.Len() > 0 {
-		if werr := atomicfile.WriteBytes(path, out.Bytes(), atomicfile.Options{}); werr != nil {
+		if werr := r.state.report.WriteFile("audit.sarif", out.Bytes(), 0o644); werr != nil {
 			return pipeline.Result{}, werr
 		}
 	}
@@ -398,6 +434,11 @@ func (r *runner) audit(ctx context.Context, log io.Writer) (pipeline.Result, err
 }
 
 func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	// verify writes its reports by name: nothing in the directory may send them elsewhere
+	// (checked before the run began, and again now that the build has run in the tree).
+	if err := r.state.report.CheckNoLinks(); err != nil {
+		return pipeline.Result{}, confinedError(err)
+	}
 	args := []string{"verify", "--device", r.device, "--report-dir", r.reportDir}
 	if r.opts.python != "" {
 		args = append(args, "--python", r.opts.python)
@@ -476,7 +517,7 @@ func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string)
 		args = append([]string{"--config", r.d.global.configPath}, args...)
 	}
 	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
-	code := Main(ctx, args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: log, Getenv: r.d.io.Getenv})
+	code := Main(withHeldTreeLock(ctx, r.state.lock), args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: log, Getenv: r.d.io.Getenv})
 	fmt.Fprintf(log, "exit %d\n", code)
 	if code == ExitOK {
 		return nil
@@ -488,14 +529,21 @@ func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string)
 }
 
 // lastErrorLine returns ": <the last 'mpspatch: ...' line>" of a log, when the log is a
-// file that can be read back.
+// file that can be read back (through the open file: its name is not looked up again),
+// looking at its last 64 KiB only.
 func lastErrorLine(log io.Writer) string {
 	f, ok := log.(*os.File)
 	if !ok {
 		return ""
 	}
-	data, err := os.ReadFile(f.Name())
+	fi, err := f.Stat()
 	if err != nil {
+		return ""
+	}
+	const tail = 64 << 10
+	off := max(0, fi.Size()-tail)
+	data := make([]byte, fi.Size()-off)
+	if n, err := f.ReadAt(data, off); err != nil && n < len(data) {
 		return ""
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
@@ -507,25 +555,24 @@ func lastErrorLine(log io.Writer) string {
 	return ""
 }
 
-// touchedDigest hashes the files the series touches as they are in the tree now, so a
-// hand edit to one of them makes the audit run again.
-func (r *runner) touchedDigest() string {
-	h := sha256.New()
-	seen := map[string]bool{}
-	for _, p := range r.series.Patches {
-		for _, path := range p.Paths() {
-			if seen[path] {
-				continue
-			}
-			seen[path] = true
-			data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(path)))
-			fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
-			if err == nil {
-				h.Write(data)
-			}
-		}
+// treeState is the tree's state for the files the series touches, as `mpspatch status`
+// computes it (each file's version and blob, an interrupted write), read under the lock
+// run holds: the apply stage's state, and the audit's input.
+func (r *runner) treeState(context.Context) (map[string]string, error) {
+	ts, err := series.InspectLocked(r.state.root, r.series, r.state.lock)
+	if err != nil {
+		return nil, engineError(fmt.Errorf("read the state of %s: %w", r.dir, err))
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	data, err := json.Marshal(struct {
+		Applied     int                  `json:"applied"`
+		Files       []series.FileStatus  `json:"files"`
+		Interrupted *series.Interruption `json:"interrupted,omitempty"`
+	}{ts.Applied, ts.Files, ts.Interrupted})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	return map[string]string{"tree": hex.EncodeToString(sum[:]), "summary": string(ts.Summary())}, nil
 }
 
 func shortSHA(s string) string {

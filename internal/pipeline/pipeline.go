@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // Outcome is what became of one stage in one run.
@@ -37,6 +39,12 @@ type Stage struct {
 	// a flag, a version). It is called just before the stage would run, after the stages
 	// before it have run, so it may look at their results.
 	Inputs func(ctx context.Context) (map[string]string, error)
+	// State, when set, returns the state of what the stage works on, which the stage
+	// itself changes (apply: the tree's files). It is part of the stage's digest like
+	// Inputs, read before the stage to judge whether it is up to date, and read again
+	// after the stage ran: the stamp records the state the stage left, so the stage is
+	// up to date exactly while the state is still that one (an unapplied tree is not).
+	State func(ctx context.Context) (map[string]string, error)
 	// Run does the work, writing its full output to log. The returned Result says where
 	// its report is; an error carries the exit code the caller's CodeOf maps it to.
 	Run func(ctx context.Context, log io.Writer) (Result, error)
@@ -76,11 +84,16 @@ type Reporter interface {
 
 // Options configure Run.
 type Options struct {
-	// StampDir holds one stamp per stage; LogDir one log per stage run.
-	StampDir string
-	LogDir   string
-	// Key authenticates the stamps (see LoadKey).
+	// Stamps holds one stamp per stage; Logs one log per stage run. Both are confined
+	// to their directory: a link there is replaced or refused, never followed.
+	Stamps *confined.Dir
+	Logs   *confined.Dir
+	// Key authenticates the stamps (internal/statekey).
 	Key []byte
+	// Checkout identifies the tree the stamps describe (confined.Identity). It is part
+	// of every stamp's MAC, and a stamp made for another checkout is ignored: stamps
+	// copied along with a tree, or into another one, are not that tree's.
+	Checkout string
 	// From forces that stage and every later one to run; Until stops after that stage.
 	From, Until string
 	// CodeOf maps a stage's error to its exit code.
@@ -127,7 +140,7 @@ func Run(ctx context.Context, stages []Stage, opts Options) (*Summary, error) {
 	if codeOf == nil {
 		codeOf = func(error) int { return 1 }
 	}
-	store := &stampStore{dir: opts.StampDir, key: opts.Key}
+	store := &stampStore{dir: opts.Stamps, key: opts.Key, checkout: opts.Checkout}
 
 	sum := &Summary{}
 	started := now()
@@ -162,19 +175,17 @@ func Run(ctx context.Context, stages []Stage, opts Options) (*Summary, error) {
 			continue
 		}
 
-		var inputs map[string]string
-		if st.Inputs != nil {
-			var err error
-			if inputs, err = st.Inputs(ctx); err != nil {
-				rep.Outcome, rep.Code, rep.Reason = Failed, codeOf(err), err.Error()
-				stopped = true
-				sum.Code = rep.Code
-				sum.Stages = append(sum.Stages, rep)
-				report(opts.Reporter, rep)
-				continue
-			}
+		inputs, err := stageInputs(ctx, st, nil)
+		if err != nil {
+			rep.Outcome, rep.Code, rep.Reason = Failed, codeOf(err), err.Error()
+			stopped = true
+			sum.Code = rep.Code
+			sum.Stages = append(sum.Stages, rep)
+			report(opts.Reporter, rep)
+			continue
 		}
-		digest := chain(prev, st.Name, inputs)
+		before := prev
+		digest := chain(before, st.Name, inputs)
 		prev = digest
 		rep.Digest = digest
 
@@ -194,17 +205,30 @@ func Run(ctx context.Context, stages []Stage, opts Options) (*Summary, error) {
 		// The stage runs: its stamp and every later one stop being valid now, so that an
 		// interruption from here on redoes this stage next time.
 		for _, later := range stages[i:] {
-			store.remove(later.Name)
+			if err := store.remove(later.Name); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", st.Name, err)
+			}
 		}
-		logPath := filepath.Join(opts.LogDir, st.Name+"-"+now().UTC().Format("20060102T150405Z")+".log")
+		logFile, logPath, err := opts.Logs.Create(st.Name + "-" + now().UTC().Format("20060102T150405Z") + ".log")
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
+		}
 		if opts.Reporter != nil {
 			opts.Reporter.Start(st.Name, i+1, until+1, logPath)
 		}
 		rep.Log = logPath
 		t0 := now()
-		res, err := runLogged(ctx, st, logPath)
+		res, err := runLogged(ctx, st, logFile, logPath)
 		rep.Seconds = now().Sub(t0).Seconds()
 		rep.Detail, rep.Report = res.Detail, res.Report
+		if err == nil && st.State != nil {
+			// The stamp records the state the stage left behind, and what follows builds
+			// on that state, not on the one before.
+			if inputs, err = stageInputs(ctx, st, inputs); err == nil {
+				digest = chain(before, st.Name, inputs)
+				prev, rep.Digest = digest, digest
+			}
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			rep.Outcome, rep.Code, rep.Reason = Interrupted, codeOf(ctx.Err()), "interrupted; it runs again next time"
@@ -236,15 +260,42 @@ func report(r Reporter, rep StageReport) {
 	}
 }
 
-// runLogged runs a stage with its output in a new log file.
-func runLogged(ctx context.Context, st Stage, logPath string) (Result, error) {
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return Result{}, fmt.Errorf("create log directory: %w", err)
+// stageInputs returns the stage's inputs and, when it has a state, that state, under
+// names of their own. With known set (after the stage ran), only the state is read again.
+func stageInputs(ctx context.Context, st Stage, known map[string]string) (map[string]string, error) {
+	in := map[string]string{}
+	if known != nil {
+		for k, v := range known {
+			if !strings.HasPrefix(k, statePrefix) {
+				in[k] = v
+			}
+		}
+	} else if st.Inputs != nil {
+		got, err := st.Inputs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range got {
+			in[k] = v
+		}
 	}
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return Result{}, fmt.Errorf("create log: %w", err)
+	if st.State != nil {
+		state, err := st.State(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range state {
+			in[statePrefix+k] = v
+		}
 	}
+	return in, nil
+}
+
+// statePrefix marks a stage's state among its inputs in the digest and the stamp.
+const statePrefix = "state:"
+
+// runLogged runs a stage with its output in the new log file f.
+func runLogged(ctx context.Context, st Stage, f *os.File, logPath string) (Result, error) {
 	res, err := st.Run(ctx, f)
 	if cerr := f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("write log %s: %w", logPath, cerr)

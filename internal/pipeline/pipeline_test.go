@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // fakeStages builds n stages named s0..s(n-1) whose inputs come from the inputs map and
@@ -46,10 +50,31 @@ func (f *fakeStages) stages(names ...string) []Stage {
 	return out
 }
 
+// stateDirs opens dir's .mpspatch/run/stamps and .mpspatch/run/logs, creating them.
+func stateDirs(t *testing.T, dir string) (stamps, logs *confined.Dir) {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	stamps, err = confined.Open(root, dir, ".mpspatch/run/stamps", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err = confined.Open(root, dir, ".mpspatch/run/logs", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stamps.Close(); logs.Close() })
+	return stamps, logs
+}
+
 func newOpts(t *testing.T) Options {
 	t.Helper()
 	dir := t.TempDir()
-	return Options{StampDir: filepath.Join(dir, "stamps"), LogDir: filepath.Join(dir, "logs"),
+	stamps, logs := stateDirs(t, dir)
+	return Options{Stamps: stamps, Logs: logs, Checkout: "checkout " + dir,
 		Key: []byte("0123456789abcdef0123456789abcdef"),
 		CodeOf: func(err error) int {
 			if errors.Is(err, context.Canceled) {
@@ -186,7 +211,7 @@ func TestPlantedOrForeignStampsAreNotTrusted(t *testing.T) {
 	}
 
 	// A stamp edited by hand to claim success for other inputs: its MAC no longer holds.
-	path := filepath.Join(opts.StampDir, "verify.json")
+	path := filepath.Join(opts.Stamps.Path(), "verify.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -226,4 +251,112 @@ func TestSkippedStagesAreReportedAndChainTheirReason(t *testing.T) {
 	if have, want := outcomes(mustRun(t, f.stages("apply", "build", "verify"), opts)), "apply=up-to-date build=ran verify=ran"; have != want {
 		t.Errorf("have %s, want %s", have, want)
 	}
+}
+
+// TestStateIsRecordedAsTheStageLeftIt: a stage that changes what it is judged by (apply
+// changes the tree) is stamped with the state after it ran. It is up to date while that
+// state holds, and runs again, with every later stage, once the state changes back.
+func TestStateIsRecordedAsTheStageLeftIt(t *testing.T) {
+	tree := "base"
+	ran := 0
+	stages := []Stage{
+		{
+			Name:  "apply",
+			State: func(context.Context) (map[string]string, error) { return map[string]string{"tree": tree}, nil },
+			Run: func(context.Context, io.Writer) (Result, error) {
+				ran++
+				tree = "applied"
+				return Result{}, nil
+			},
+		},
+		{Name: "audit", Run: func(context.Context, io.Writer) (Result, error) { return Result{}, nil }},
+	}
+	opts := newOpts(t)
+	if have, want := outcomes(mustRun(t, stages, opts)), "apply=ran audit=ran"; have != want {
+		t.Fatalf("first run: have %s, want %s", have, want)
+	}
+	if have, want := outcomes(mustRun(t, stages, opts)), "apply=up-to-date audit=up-to-date"; have != want {
+		t.Fatalf("second run: have %s, want %s", have, want)
+	}
+	tree = "base" // unapplied behind the pipeline's back
+	if have, want := outcomes(mustRun(t, stages, opts)), "apply=ran audit=ran"; have != want {
+		t.Fatalf("after the state went back: have %s, want %s", have, want)
+	}
+	if ran != 2 {
+		t.Errorf("apply ran %d times, want 2", ran)
+	}
+
+	// A state that cannot be read after the stage ran fails the stage: no stamp.
+	broken := stages
+	broken[0].State = func(context.Context) (map[string]string, error) {
+		if ran == 3 {
+			return nil, errors.New("the tree cannot be read")
+		}
+		return map[string]string{"tree": tree}, nil
+	}
+	tree = "edited"
+	s := mustRun(t, broken, opts)
+	if have, want := outcomes(s), "apply=failed audit=not-reached"; have != want || !strings.Contains(s.Stages[0].Reason, "cannot be read") {
+		t.Fatalf("unreadable state after the stage: have %s (%q), want %s", have, s.Stages[0].Reason, want)
+	}
+}
+
+// TestStampsOfAnotherCheckoutAreNotTrusted: the same key, the same stamp files, another
+// checkout: every stage runs.
+func TestStampsOfAnotherCheckoutAreNotTrusted(t *testing.T) {
+	f := &fakeStages{inputs: map[string]string{}}
+	opts := newOpts(t)
+	mustRun(t, f.stages("apply", "verify"), opts)
+	other := opts
+	other.Checkout = "another checkout"
+	if have, want := outcomes(mustRun(t, f.stages("apply", "verify"), other)), "apply=ran verify=ran"; have != want {
+		t.Errorf("another checkout: have %s, want %s", have, want)
+	}
+}
+
+// TestLogsAreNewFilesNeverFollowedLinks: a link planted at the name a log would take is
+// left alone (the log takes another name), and what it points to is not written.
+func TestLogsAreNewFilesNeverFollowedLinks(t *testing.T) {
+	f := &fakeStages{inputs: map[string]string{}}
+	opts := newOpts(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	opts.Now = func() time.Time { return at }
+	if err := os.Symlink(victim, filepath.Join(opts.Logs.Path(), "apply-20250101T000000Z.log")); err != nil {
+		t.Fatal(err)
+	}
+	s := mustRun(t, f.stages("apply"), opts)
+	if have := s.Stages[0].Log; have != filepath.Join(opts.Logs.Path(), "apply-20250101T000000Z-2.log") {
+		t.Errorf("log: have %s", have)
+	}
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "mine\n" {
+		t.Errorf("the link's target was written: %q, %v", data, err)
+	}
+}
+
+// FuzzStampDecode: a stamp file is outside input. Whatever it holds, decoding neither
+// panics nor accepts it without a MAC made with the key for this stage and checkout.
+func FuzzStampDecode(f *testing.F) {
+	store := &stampStore{key: []byte("0123456789abcdef0123456789abcdef"), checkout: "c"}
+	good := stamp{Stage: "apply", Checkout: "c", Digest: "d", Inputs: map[string]string{"a": "b"}}
+	good.MAC = store.mac(good)
+	data, err := json.Marshal(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"stage":"apply","checkout":"c","digest":"d","mac":""}`))
+	f.Add([]byte(`{"stage":"apply","unknown":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, ok := store.decode("apply", data)
+		if !ok {
+			return
+		}
+		if st.Stage != "apply" || st.Checkout != "c" || st.MAC != store.mac(st) {
+			t.Fatalf("accepted a stamp that is not authentic: %+v", st)
+		}
+	})
 }

@@ -21,6 +21,9 @@ type Options struct {
 	// BeforeCommit, when set, sees the computed plan before anything is written; an error
 	// from it stops the run with nothing written. The CLI checks patch intents here.
 	BeforeCommit func(*Plan) error
+	// Held is the tree's writer lock when the caller already holds it (Hold): Apply and
+	// Unapply then take no lock of their own. A lock on another directory is refused.
+	Held *TreeLock
 }
 
 // Result is what Apply or Unapply did.
@@ -132,7 +135,7 @@ func run(root *os.Root, s *Series, dir Direction, opts Options) (*Result, error)
 		return nil, fmt.Errorf("%s: %w", dir.verb(), ErrEmptySeries)
 	}
 	// One writer per tree; a dry run only reads, and writes nothing, not even a lock file.
-	unlock, err := lockTree(root, !opts.DryRun, LockWait)
+	unlock, err := acquire(root, !opts.DryRun, opts.Held)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir.verb(), err)
 	}

@@ -514,6 +514,47 @@ func TestBusyTreeIsRefusedAfterAWait(t *testing.T) {
 	}
 }
 
+// TestHeldLockLetsItsHolderWorkAndKeepsOthersOut: a caller holding the tree's lock
+// (mpspatch run) applies and inspects under it without waiting for itself, while any
+// other writer or reader of the tree is refused as busy until it lets go; a lock held
+// on another tree is not taken for this one's.
+func TestHeldLockLetsItsHolderWorkAndKeepsOthersOut(t *testing.T) {
+	fx := newFixture(t, mpsBase, mpsSteps()...)
+	s := mustLoad(t, fx.patches)
+	saved := LockWait
+	LockWait = 50 * time.Millisecond
+	defer func() { LockWait = saved }()
+	held, err := Hold(openRoot(t, fx.repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(openRoot(t, fx.repo), s, Options{Held: held}); err != nil {
+		t.Fatalf("apply under the held lock: %v", err)
+	}
+	st, err := InspectLocked(openRoot(t, fx.repo), s, held)
+	if err != nil || st.Summary() != Applied {
+		t.Fatalf("status under the held lock: %v, %v", st, err)
+	}
+	if _, err := Unapply(openRoot(t, fx.repo), s, Options{}); !errors.Is(err, ErrBusy) {
+		t.Errorf("another unapply while the lock is held: have %v, want ErrBusy", err)
+	}
+	if _, err := Inspect(openRoot(t, fx.repo), s); !errors.Is(err, ErrBusy) {
+		t.Errorf("another status while the lock is held: have %v, want ErrBusy", err)
+	}
+	other := t.TempDir()
+	if _, err := InspectLocked(openRoot(t, other), s, held); !errors.Is(err, errLockElsewhere) {
+		t.Errorf("another tree's lock: have %v, want errLockElsewhere", err)
+	}
+	held.Release()
+	held.Release()
+	if _, err := Unapply(openRoot(t, fx.repo), s, Options{}); err != nil {
+		t.Errorf("unapply after the lock was released: %v", err)
+	}
+	if _, err := Apply(openRoot(t, fx.repo), s, Options{Held: held}); !errors.Is(err, errLockElsewhere) {
+		t.Errorf("a released lock taken for held: have %v", err)
+	}
+}
+
 // TestZeroContextInsertionAsGit pins where a hunk without old lines (git diff -U0) goes:
 // after the line its header names, as `git apply --unidiff-zero` puts it.
 func TestZeroContextInsertionAsGit(t *testing.T) {

@@ -208,10 +208,16 @@ func InspectAndCompute(root *os.Root, s *Series, after AfterPatch) (*TreeStatus,
 // interrupted write phase is reported in TreeStatus.Interrupted (with the command that
 // finishes or undoes it), never replayed, and a foreign journal is never trusted.
 func Inspect(root *os.Root, s *Series) (*TreeStatus, error) {
+	return InspectLocked(root, s, nil)
+}
+
+// InspectLocked is Inspect for a caller that holds the tree's writer lock (Hold), so that
+// what it inspects cannot change before it acts on it; with held nil it is Inspect.
+func InspectLocked(root *os.Root, s *Series, held *TreeLock) (*TreeStatus, error) {
 	if len(s.Patches) == 0 {
 		return nil, ErrEmptySeries
 	}
-	unlock, err := lockTree(root, false, LockWait)
+	unlock, err := acquire(root, false, held)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,10 @@ func CheckPath(p string) error {
 	return nil
 }
 
+// NamesGitDir says whether a path component is git's own directory under any spelling
+// that a case-insensitive, HFS+ or NTFS filesystem folds to `.git` (as CheckPath judges).
+func NamesGitDir(component string) bool { return foldsTo(component, ".git", "git~1") }
+
 // checkNameLengths refuses a path with a component longer than MaxNameLen bytes.
 func checkNameLengths(p string) error {
 	for _, c := range strings.Split(p, "/") {

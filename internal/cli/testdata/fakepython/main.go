@@ -4,12 +4,21 @@
 // $FAKE_TORCH_FILE), writes its argv, working directory and environment to $FAKE_TRANSCRIPT as JSON, and then acts per
 // $FAKE_MODE: "ok" prints a pip-like build with ninja progress and exits 0; "fail" prints
 // compiler errors and exits 1; "hang" writes its pid to $FAKE_STARTED and sleeps, to be interrupted. With $FAKE_NO_PIP set the probe says pip is missing.
+//
+// For the tests of what a build sees: with $FAKE_DURING (JSON: {"argv": [...], "env":
+// [...]}) a build in "ok" mode first runs that command (another mpspatch trying to
+// unapply the tree under the build), and with $FAKE_RECORD it then appends one line to
+// that file: the command's exit code (-1 when none ran) and the SHA-256 of $FAKE_WATCH,
+// the file as the build found it.
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -54,6 +63,10 @@ func main() {
 	}
 	switch os.Getenv("FAKE_MODE") {
 	case "ok":
+		if err := duringBuild(); err != nil {
+			fmt.Fprintln(os.Stderr, "fakepython:", err)
+			os.Exit(2)
+		}
 		fmt.Println("  -- Build files have been written to: build")
 		for i := 1; i <= 20; i++ {
 			fmt.Printf("  [%d/20] Building CXX object caffe2/k%d.cpp.o\n", i, i)
@@ -76,4 +89,47 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fakepython: unknown FAKE_MODE", os.Getenv("FAKE_MODE"))
 		os.Exit(2)
 	}
+}
+
+// duringBuild runs $FAKE_DURING and records, in $FAKE_RECORD, its exit code and the
+// content of $FAKE_WATCH as the build sees it afterwards.
+func duringBuild() error {
+	code := -1
+	if spec := os.Getenv("FAKE_DURING"); spec != "" {
+		var cmd struct {
+			Argv []string `json:"argv"`
+			Env  []string `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(spec), &cmd); err != nil || len(cmd.Argv) == 0 {
+			return fmt.Errorf("FAKE_DURING: %v", err)
+		}
+		c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+		c.Env = append(os.Environ(), cmd.Env...)
+		c.Stdout, c.Stderr = os.Stderr, os.Stderr
+		code = 0
+		if err := c.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				return err
+			}
+			code = ee.ExitCode()
+		}
+	}
+	record := os.Getenv("FAKE_RECORD")
+	if record == "" {
+		return nil
+	}
+	data, err := os.ReadFile(os.Getenv("FAKE_WATCH"))
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "%d %x\n", code, sha256.Sum256(data)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
