@@ -176,7 +176,7 @@ def test_backward_hooks(settings, threads, sharing, note):
         cpu = HookedBackward("cpu", sharing, threads, settings["batch"])
         want = cpu.reference(threads, iters)
         try:
-            H.check_threads(refs, want, H.CROSS_TOL, what="thread (one at a time, against the cpu)")
+            H.check_threads(refs, want, H.CROSS_TOL)
         except AssertionError as exc:
             raise AssertionError("single-threaded backward with hooks on %s differs from the "
                                  "cpu: %s" % (settings.device, exc))
