@@ -693,7 +693,7 @@ def test_memory_bound_breaks_on_heaps_per_stream():
     assert held <= H.memory_bound(held, 48 * mib)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_low_precision_bound_admits_every_correct_sum_and_catches_a_wrong_one(dtype):
     import torch.nn.functional as F
 
