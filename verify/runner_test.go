@@ -371,7 +371,7 @@ func TestListSuitesLeavesOutSelfTests(t *testing.T) {
 			t.Errorf("ListSuites of the embedded suites lists the self-test %s", f)
 		}
 	}
-	for _, f := range []string{"test_allocator_churn.py", "test_sync.py", "test_events.py", "test_lifecycle.py", "test_startup.py"} {
+	for _, f := range []string{"test_allocator_churn.py", "test_sync.py", "test_events.py", "test_lifecycle.py", "test_startup.py", "test_handoff.py", "test_backward.py"} {
 		if !slices.Contains(listed, f) {
 			t.Errorf("ListSuites of the embedded suites lacks %s: %v", f, listed)
 		}

@@ -68,7 +68,7 @@ func TestVerifyEndToEnd(t *testing.T) {
 	}
 	for _, f := range []string{"test_raw_ops.py", "test_linear.py", "test_models.py", "test_startup.py",
 		"test_lifecycle.py", "test_multiprocess.py", "test_boundary.py", "test_allocator_churn.py",
-		"test_sync.py", "test_events.py", verify.BenchScript} {
+		"test_sync.py", "test_events.py", "test_handoff.py", "test_backward.py", verify.BenchScript} {
 		if files[f] == 0 {
 			t.Errorf("no results from %s", f)
 		}

@@ -58,6 +58,22 @@ PROFILES = {
         "life_rss_tol_mib": 24,
         "first_use_threads": 16,
         "first_use_iters": 3,
+        # Third-pass hazards (issue 18): hand-offs between threads without a synchronize,
+        # device-wide synchronize in a loop, events reused across threads, memory of many
+        # threads, backward with hooks. handoff_size is a square matrix side; handoff_backlog
+        # the matmuls a producer queues before each item it hands over (work its stream must
+        # finish before the item is written).
+        "handoff_size": 128,
+        "handoff_backlog": 8,
+        "handoff_items": 12,
+        "sync_loop_iters": 10,
+        "reuse_size": 128,
+        "reuse_steps": 8,
+        "reuse_rounds": 12,
+        "reuse_pool": 2,
+        "mem_threads": 8,
+        "mem_mib": 24,
+        "hook_iters": 4,
     },
     "full": {
         "threads": [2, 4, 8, 16],
@@ -91,6 +107,17 @@ PROFILES = {
         "life_rss_tol_mib": 48,
         "first_use_threads": 32,
         "first_use_iters": 20,
+        "handoff_size": 512,
+        "handoff_backlog": 16,
+        "handoff_items": 100,
+        "sync_loop_iters": 100,
+        "reuse_size": 512,
+        "reuse_steps": 16,
+        "reuse_rounds": 100,
+        "reuse_pool": 2,
+        "mem_threads": 8,
+        "mem_mib": 24,
+        "hook_iters": 30,
     },
 }
 
@@ -102,13 +129,33 @@ PROFILES = {
 # profile's.
 CPU_QUICK_KNOBS = ("sync_size", "sync_steps", "event_size", "event_steps", "alloc_sizes")
 
+# The third-pass tests (issue 18) go further on the CPU, in every profile: there they check
+# their own plumbing (queues, hand-backs, counters, the bounds' arithmetic) and that the CPU
+# computes what the reference says; the races they are written for need a device queue. So
+# that they add seconds, not minutes, to `make test` on two cores, their sizes and counts are
+# small there (mem_mib too: the process RSS, which stands in for device memory counters on
+# the CPU, grows by at most the pages the threads touch, whatever the size).
+CPU_SHORT_KNOBS = {
+    "handoff_size": 32,
+    "handoff_backlog": 2,
+    "handoff_items": 6,
+    "reuse_size": 32,
+    "reuse_steps": 2,
+    "reuse_rounds": 6,
+    "sync_loop_iters": 5,
+    "mem_mib": 8,
+    "hook_iters": 3,
+}
+
 
 def profile_knobs(profile, device):
-    """The knobs of profile for device (PROFILES, with CPU_QUICK_KNOBS from quick on the cpu)."""
+    """The knobs of profile for device (PROFILES, with CPU_QUICK_KNOBS from quick and
+    CPU_SHORT_KNOBS on the cpu)."""
     knobs = dict(PROFILES[profile])
     if device == "cpu":
         for key in CPU_QUICK_KNOBS:
             knobs[key] = PROFILES["quick"][key]
+        knobs.update(CPU_SHORT_KNOBS)
     return knobs
 
 
@@ -296,6 +343,41 @@ def device_memory(torch, device):
     return have, lack
 
 
+def empty_cache(torch, device):
+    """Return the device allocator's cached free memory to the driver: (done, why not).
+
+    torch.cuda.empty_cache and torch.mps.empty_cache (2.0+); the CPU has no device cache."""
+    mod = getattr(torch, device, None) if device in ("cuda", "mps") else None
+    if mod is not None and hasattr(mod, "empty_cache"):
+        mod.empty_cache()
+        return True, ""
+    if device == "cpu":
+        return False, "the cpu has no device allocator cache"
+    return False, "torch.%s.empty_cache is absent in torch %s" % (device, torch.__version__)
+
+
+_PINNED = {}
+
+
+def pinned_memory(torch, device):
+    """Whether host tensors can be pinned for asynchronous copies to device: (ok, why not).
+
+    Pinned (page-locked) host memory is what makes x.to(device, non_blocking=True) a truly
+    asynchronous copy on CUDA (and a shared-storage buffer on MPS, where torch supports it).
+    The CPU is not a copy target: x.to("cpu") returns x itself. Probed once per device with
+    a one-element tensor; a torch or device that cannot pin says why."""
+    if device == "cpu":
+        return False, "the cpu is the host: x.to('cpu', non_blocking=True) returns x itself"
+    if device not in _PINNED:
+        try:
+            ok = bool(torch.zeros(1).pin_memory().is_pinned())
+            _PINNED[device] = (ok, "" if ok else "pin_memory() returned an unpinned tensor")
+        except (RuntimeError, NotImplementedError) as exc:
+            _PINNED[device] = (False, "pin_memory() failed in torch %s: %s" % (
+                torch.__version__, first_line(exc)))
+    return _PINNED[device]
+
+
 def make_generator(torch, device, seed):
     """A generator on device seeded with seed; per-thread generators keep randn deterministic."""
     gen = torch.Generator(device=device)
@@ -394,6 +476,27 @@ def memory_growth(before, after, tolerances, lifetimes):
             problems.append("%s memory grew by %.2f MiB over %d thread lifetimes after warm-up "
                             "(tolerance %g MiB)" % (key, growth / MIB, lifetimes, tol / MIB))
     return rows, problems
+
+
+# Room for what the driver allocates besides tensors while threads start: command buffers,
+# kernels and graphs compiled by new threads, allocator bookkeeping (KiB to a few MiB each).
+MEMORY_SLACK = 64 * MIB
+
+
+def memory_bound(allocated_n, cached_1, slack=MEMORY_SLACK):
+    """The most a device allocator's cached (reserved, driver) memory may grow while n threads
+    hold allocated_n bytes at once, given cached_1, its growth while one thread held its share.
+
+    Why: an allocator shared by all threads (one set of heaps, with free lists per stream or
+    one stream) reserves the live bytes plus at most the unused rest of the heap it grew last.
+    One thread holding a share already made it create one heap of the size such allocations
+    get (v2.9.1's MPS allocator: 1 GiB on a Mac's unified memory, 128 MiB on a discrete GPU,
+    for 10-512 MiB allocations; CUDA: segments rounded to 2 MiB), so cached_1 covers that rest
+    and allocated_n + cached_1 + slack holds. Heaps per stream reserve a heap per thread
+    instead: 8 threads holding 24 MiB twice each reserve 8 GiB against a bound of 1.4 GiB on
+    unified memory, 1 GiB against 0.56 GiB on a discrete GPU. Generous on purpose: a sanity
+    check against that blow-up, not a measurement of the allocator's efficiency."""
+    return allocated_n + cached_1 + slack
 
 
 def elapsed_problem(elapsed_ms, wall_ms, slack_ms):
@@ -599,6 +702,71 @@ def _describe(x):
     return type(x).__name__
 
 
+# Linear in float16/bfloat16 against a float32 reference on the CPU (test_linear.py). The
+# bound is derived, not tuned: see low_precision_bound.
+
+
+def unit_roundoff(torch, dtype):
+    """u = 2**-p for p significand bits: 2**-11 float16, 2**-8 bfloat16, 2**-24 float32."""
+    return torch.finfo(dtype).eps / 2
+
+
+def gamma(n, u):
+    """Higham's gamma_n = n u / (1 - n u)."""
+    return n * u / (1 - n * u)
+
+
+def low_precision_bound(torch, ref, scale, dtype, k):
+    """The largest error a correct linear layer in dtype may have against the float32 reference.
+
+    ref = b + sum_k x_k w_k computed in float32 on the CPU from the dtype-rounded inputs;
+    scale = |b| + sum_k |x_k w_k|. A dot product of k terms plus a bias, computed in any order
+    with any accumulator at least as precise as dtype, is within gamma_(k+2)(u) * scale of the
+    exact value (Higham, Accuracy and Stability of Numerical Algorithms, section 3.1: k products
+    and k-1 additions, one more for the bias, and one for a separate rounding of the product
+    before the bias is added, mm then add), plus u |ref| for the final rounding to dtype; the
+    reference's own float32 error is within gamma_(k+2)(2**-24) * scale; and underflow in the
+    products adds at most k+2 of dtype's smallest subnormal. The bound cannot flag a correct
+    result however the device sums; a race, a stale buffer or a wrong kernel is off by the size
+    of the values, far beyond it."""
+    u = unit_roundoff(torch, dtype)
+    fi = torch.finfo(dtype)
+    tiny = fi.tiny * fi.eps
+    return (gamma(k + 2, u) + gamma(k + 2, 2.0 ** -24)) * scale + u * ref.abs() + (k + 2) * tiny
+
+
+def low_precision_problem(torch, have, ref, scale, dtype, k, what):
+    """None when have (a dtype tensor) is within low_precision_bound of ref, else why not."""
+    h = have.detach().cpu()
+    if h.dtype != dtype:
+        return "%s: dtype %s, want %s" % (what, h.dtype, dtype)
+    if tuple(h.shape) != tuple(ref.shape):
+        return "%s: shape %s, want %s" % (what, tuple(h.shape), tuple(ref.shape))
+    diff = (h.float() - ref).abs()
+    bound = low_precision_bound(torch, ref, scale, dtype, k)
+    bad = ~(diff <= bound)  # NaN is bad too
+    if not bool(bad.any()):
+        return None
+    ratio = torch.where(bad, (diff / bound).nan_to_num(float("inf")), torch.zeros_like(diff))
+    worst = int(torch.argmax(ratio.flatten()))
+    return "%s: %d of %d elements beyond the %s bound; worst: %r against %r (bound %.3g)" % (
+        what, int(bad.sum()), h.numel(), str(dtype).replace("torch.", ""),
+        float(h.float().flatten()[worst]), float(ref.flatten()[worst]),
+        float(bound.flatten()[worst]))
+
+
+def rounding_stats(torch, have, ref, scale, dtype):
+    """(elements that are not the correctly rounded reference, elements, largest error in units
+    of u * scale): a measurement, reported and never judged. A single rounding of an exact (or
+    float32-accumulated) result is almost always the correctly rounded value; rounding twice
+    (mm then add) or accumulating in dtype moves many elements off it."""
+    h = have.detach().cpu().float()
+    off = int((h != ref.to(dtype).float()).sum())
+    u = unit_roundoff(torch, dtype)
+    err = ((h - ref).abs() / (u * scale.clamp(min=torch.finfo(torch.float32).tiny))).max()
+    return off, h.numel(), float(err)
+
+
 def check_threads(results, references, tol, what="thread"):
     """Compare results[i] with references[i] for every thread; raise AssertionError listing
     every thread that differs (wrong results are failures, not errors)."""
@@ -664,6 +832,35 @@ def run_threads(n, worker, timeout, barrier=True):
         raise ThreadsFailed("%d of %d threads raised; thread %d: %s: %s" % (
             len(raised), n, tid, type(exc).__name__, first_line(exc) or "(no message)")) from exc
     return results
+
+
+class Background:
+    """run_threads(n, worker, timeout) on a thread of its own, so that the calling thread can
+    work alongside the workers (read what they hand over, measure while they hold memory).
+    result() joins it and returns the workers' results or raises what run_threads raised."""
+
+    def __init__(self, n, worker, timeout):
+        self._box = []
+        self._timeout = timeout
+        self._thread = threading.Thread(target=self._run, args=(n, worker, timeout),
+                                        name="mpspatch-runner", daemon=True)
+        self._thread.start()
+
+    def _run(self, n, worker, timeout):
+        try:
+            self._box.append((True, run_threads(n, worker, timeout)))
+        except BaseException as exc:  # noqa: BLE001 - handed to result()
+            self._box.append((False, exc))
+
+    def result(self):
+        # run_threads gives up on its workers after timeout; a little more for its own return.
+        self._thread.join(self._timeout + 30)
+        if self._thread.is_alive():
+            raise ThreadsHung("workers still running after %.0fs" % self._timeout)
+        ok, value = self._box[0]
+        if not ok:
+            raise value
+        return value
 
 
 # ---------------------------------------------------------------------------------------------

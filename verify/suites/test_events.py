@@ -20,6 +20,10 @@ All pairs run at once, behind one barrier. On CUDA each thread runs on a stream 
 (suite_harness.thread_stream), so events really cross streams. CPU has no device events: the
 hand-off of results between threads is still checked, then the test is skipped, naming what it
 could not check.
+
+test_event_reuse_across_threads (issue 18, hazard 3) records the same event objects again and
+again (recycled) or makes and drops events every round (churn) across thread pairs; see its
+section below and suite_work.EventReuse.
 """
 
 import threading
@@ -109,3 +113,43 @@ def test_events_across_threads(settings, threads, note):
            for pid, r in enumerate(results) if H.elapsed_problem(r[3], r[4], SLACK_MS)]
     assert not bad, "%d of %d elapsed times impossible; first: %s" % (len(bad), pairs, bad[0])
     note("elapsed_ms", ", ".join("%.3f" % r[3] for r in results))
+
+
+# ---------------------------------------------------------------------------------------------
+# Event objects reused across threads (issue 18, hazard 3): see suite_work.EventReuse. A pooled
+# event whose counter is reset when it is reacquired (churn) or recorded again (recycled) while
+# an old signal may still land lets wait() pass and query()/synchronize() return before the
+# work is done: with a stream per thread, the consumer then reads an unwritten output. An
+# elapsed_time that waits for a notification that cannot come after the end event was
+# synchronized hangs (reported by the join timeout as a hang). On CUDA each thread runs on a
+# stream of its own (suite_harness.thread_stream), so every wait crosses streams; on MPS the
+# threads share the default stream unless PYTORCH_MPS_PER_THREAD_STREAMS=1.
+
+
+@pytest.mark.parametrize("mode", W.EVENT_REUSE_MODES)
+def test_event_reuse_across_threads(settings, threads, mode, note):
+    import torch
+
+    device = settings.device
+    pairs = max(1, threads // 2)
+    make, why = H.device_events(torch, device)
+    work = W.EventReuse(device, make, settings["reuse_size"], settings["reuse_steps"],
+                        settings["reuse_rounds"], settings["reuse_pool"], mode)
+    refs = work.reference(pairs)
+    for pid in range(pairs):
+        work.weight(pid)
+    settings.sync()
+    results = work.run(pairs, settings["join_timeout"], lambda: H.thread_stream(torch, device))
+    elapsed = work.check(results, refs, SLACK_MS)
+    if make is None:
+        pytest.skip("checked: %d rounds handed between %d thread pairs through queues (exact); "
+                    "not checked: event record/wait/synchronize/query/elapsed_time and their "
+                    "reuse: %s" % (work.rounds, pairs, why))
+    records = pairs * work.rounds
+    note("event_records", "%d start/end pairs recorded by %d producers, %s" % (
+        records, pairs, "%d event pairs per producer, each recorded ~%d times" % (
+            work.pool, work.rounds // work.pool) if mode == "recycled" else
+        "a fresh pair every round, dropped after use"))
+    if elapsed:
+        note("elapsed_ms", "min %.3f, max %.3f over %d synchronized rounds" % (
+            min(elapsed), max(elapsed), len(elapsed)))

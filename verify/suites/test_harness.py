@@ -3,6 +3,7 @@
 import json
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -529,4 +530,201 @@ def test_profile_knobs_cap_long_chains_on_cpu_only():
     for key in H.CPU_QUICK_KNOBS:
         assert full_cpu[key] == H.PROFILES["quick"][key] != H.PROFILES["full"][key]
     assert full_cpu["threads"] == H.PROFILES["full"]["threads"]
-    assert H.profile_knobs("quick", "cpu") == H.PROFILES["quick"]
+    quick_cpu = H.profile_knobs("quick", "cpu")
+    for key, value in H.CPU_SHORT_KNOBS.items():
+        assert quick_cpu[key] == full_cpu[key] == value < H.PROFILES["quick"][key]
+    assert {k: v for k, v in quick_cpu.items() if k not in H.CPU_SHORT_KNOBS} == \
+        {k: v for k, v in H.PROFILES["quick"].items() if k not in H.CPU_SHORT_KNOBS}
+    assert H.profile_knobs("quick", "cuda") == H.PROFILES["quick"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The third-pass helpers (issue 18): hand-offs, the synchronize loop, event reuse, and the
+# memory and low-precision bounds. The CPU has no device events and, in torch 1.13, no
+# torch.cpu.synchronize, so the event and synchronize paths of those tests only run on a GPU:
+# here they run with stand-ins, to show that the machinery works and that its checks fail when
+# the hazard happens.
+
+
+def test_prefetch_handoff_checks_every_item():
+    import suite_work as W
+
+    for source in W.HANDOFF_SOURCES:
+        work = W.PrefetchHandoff("cpu", source, 16, 2, 3)
+        work.prepare(2)
+        refs = work.reference(2)
+        results, busy = work.run(2, 3, timeout=60)
+        work.check(results, busy, refs)
+        assert sorted(results) == sorted(refs[0]) == [(p, i) for p in range(2) for i in range(3)]
+        x, z = results[(1, 2)]
+        z = z.clone()
+        z[0, 0] += 1
+        results[(1, 2)] = (x, z)
+        with pytest.raises(AssertionError, match=r"1 of 8 hand-offs through the queue wrong "
+                                                 r"\(%s\); first: producer 1 item 2 computed "
+                                                 r"on by a consumer" % source):
+            work.check(results, busy, refs)
+        del results[(0, 1)]
+        with pytest.raises(AssertionError, match="producer 0 item 1: never consumed"):
+            work.check(results, busy, refs)
+
+
+def test_returned_tensors_reads_every_way_and_checks():
+    import suite_work as W
+
+    work = W.ReturnedTensors("cpu", 12, 2, 3)
+    refs = work.reference(2)
+    results = {(tid, s): work.read(y, s) for t in range(2) for tid, s, y in work.run(t)}
+    work.check(results, refs)
+    host, total, last = results[(1, 1)]
+    results[(1, 1)] = (host, total + 7, last)
+    with pytest.raises(AssertionError, match=r"1 of 6 results read by the main thread wrong; "
+                                             r"first: worker 1 step 1 \.sum\(\)\.item\(\)"):
+        work.check(results, refs)
+
+
+def test_timed_forwards_runs_the_syncer_beside_the_workers():
+    import suite_work as W
+
+    work = W.ModelWork("cpu", "mlp", "shared", batch=2)
+    work.prepare(3)
+    refs = work.reference(3, 4)
+    calls = []
+    outs, wall, count = W.timed_forwards(work, 3, 4, 60, sync=lambda: calls.append(1))
+    H.check_threads(outs, refs, work.tol)
+    assert count == len(calls) >= 1 and wall > 0
+    outs, wall, count = W.timed_forwards(work, 3, 4, 60)
+    H.check_threads(outs, refs, work.tol)
+    assert count == 0 and wall > 0
+
+
+_PENDING = threading.local()
+
+
+class _LateWork:
+    """Mixin for suite_work.EventReuse: the producer's output is written only when an event
+    recorded after it completes, as on a device whose queue has not run it yet."""
+
+    def compute(self, x, w):
+        import suite_work as W
+
+        y = torch.zeros_like(x)
+        fills = getattr(_PENDING, "fills", [])
+        fills.append(lambda: y.copy_(W.busy_chain(x, w, self.steps)))
+        _PENDING.fills = fills
+        return y
+
+
+class _StandInEvent:
+    """A CPU stand-in for a device event, for these self-tests only. record() takes the work
+    queued on the recording thread since its last record; wait(), synchronize() and query()
+    complete it. stale=True is an event whose signal counter was reset while an old signal
+    landed: it reports completion at once and never waits for the work."""
+
+    def __init__(self, stale=False):
+        self.stale = stale
+        self.records = 0
+        self.t = None
+        self._fills = []
+
+    def record(self):
+        self.records += 1
+        self.t = time.perf_counter()
+        self._fills = getattr(_PENDING, "fills", [])
+        _PENDING.fills = []
+
+    def _complete(self):
+        if not self.stale:
+            fills, self._fills = self._fills, []
+            for fill in fills:
+                fill()
+        return True
+
+    wait = synchronize = query = _complete
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1000.0
+
+
+@pytest.mark.parametrize("mode", ["recycled", "churn"])
+def test_event_reuse_with_stand_in_events(mode):
+    import contextlib
+
+    import suite_work as W
+
+    made = []
+
+    def make(timing):
+        made.append(_StandInEvent())
+        return made[-1]
+
+    class Late(_LateWork, W.EventReuse):
+        pass
+
+    work = Late("cpu", make, 12, 3, 9, 2, mode)
+    refs = work.reference(2)
+    results = work.run(2, 60, contextlib.nullcontext)
+    elapsed = work.check(results, refs, 2.0)
+    assert len(elapsed) == 2 * 3  # rounds 1, 4, 7 of both pairs synchronize
+    if mode == "recycled":
+        assert len(made) == 2 * 2 * 2  # pool of 2 (start, end) pairs per producer
+        assert max(e.records for e in made) >= 4
+    else:
+        assert len(made) == 2 * 2 * 9
+
+    # Events that say "done" before the work is: every check of the consumer must catch it.
+    work = Late("cpu", lambda timing: _StandInEvent(stale=True), 12, 3, 9, 2, mode)
+    results = work.run(2, 60, contextlib.nullcontext)
+    with pytest.raises(AssertionError, match=r"18 of 18 event hand-offs wrong \(%s\)" % mode):
+        work.check(results, refs, 2.0)
+
+
+def test_memory_bound_breaks_on_heaps_per_stream():
+    gib, mib = 1024 * H.MIB, H.MIB
+    held = 8 * 2 * 24 * mib  # 8 threads holding two 24 MiB tensors each
+    # Shared heaps on a Mac's unified memory: one 1 GiB heap for one thread and for eight.
+    assert gib + 8 * mib <= H.memory_bound(held, gib + 8 * mib)
+    # A heap per stream: eight of them.
+    assert 8 * gib > H.memory_bound(held, gib + 8 * mib)
+    # A discrete GPU's 128 MiB heaps: three shared, or one per stream.
+    assert 3 * 128 * mib <= H.memory_bound(held, 128 * mib)
+    assert 8 * 128 * mib > H.memory_bound(held, 128 * mib)
+    # CUDA's caching allocator: segments of the allocations' sizes, whatever the streams.
+    assert held <= H.memory_bound(held, 48 * mib)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_low_precision_bound_admits_every_correct_sum_and_catches_a_wrong_one(dtype):
+    import torch.nn.functional as F
+
+    k = 32
+    gen = torch.Generator().manual_seed(1)
+
+    def rnd(t):
+        return t.to(dtype).float()
+
+    x = rnd(torch.randn(64, k, generator=gen))
+    w = rnd(torch.randn(24, k, generator=gen) / k ** 0.5)
+    b = rnd(torch.randn(24, generator=gen))
+    ref = F.linear(x, w, b)
+    scale = F.linear(x.abs(), w.abs(), b.abs())
+    correct = rnd(ref)
+    twice = rnd(rnd(x @ w.t()) + b)  # mm rounded to dtype, then the bias added and rounded
+    acc = torch.zeros(64, 24)
+    for i in range(k):  # accumulated in dtype, one rounded product at a time
+        acc = rnd(acc + rnd(x[:, i:i + 1] * w[:, i]))
+    low = rnd(acc + b)
+    for have in (correct, twice, low):
+        assert H.low_precision_problem(torch, have.to(dtype), ref, scale, dtype, k, "y") is None
+    stale = rnd(F.linear(x.roll(1, 0), w, b))  # another input's result
+    msg = H.low_precision_problem(torch, stale.to(dtype), ref, scale, dtype, k, "y")
+    assert msg is not None and "beyond the %s bound" % str(dtype)[6:] in msg, msg
+    nan = correct.clone()
+    nan[3, 4] = float("nan")
+    assert "1 of 1536 elements" in H.low_precision_problem(torch, nan.to(dtype), ref, scale,
+                                                           dtype, k, "y")
+    assert "dtype" in H.low_precision_problem(torch, correct, ref, scale, dtype, k, "y")
+    off, n, err = H.rounding_stats(torch, correct.to(dtype), ref, scale, dtype)
+    assert (off, n) == (0, 1536) and err <= 1.0
+    off, n, _ = H.rounding_stats(torch, low.to(dtype), ref, scale, dtype)
+    assert 0 < off <= n

@@ -16,6 +16,10 @@ On CUDA every worker runs on a stream of its own (suite_harness.thread_stream), 
 checks a real device-wide synchronize across streams. On CPU there is nothing to wait for: ops
 are synchronous; with torch < 2.1 (no torch.cpu.synchronize) the read is still checked and the
 test is then skipped, saying so, because no device-wide synchronize could be exercised.
+
+test_sync_loop_throughput (issue 18, hazard 2: a device-wide synchronize that is a global
+barrier) measures the forwards per second of the workers with and without one more thread
+calling torch.<device>.synchronize() in a loop, and reports both; see its section below.
 """
 
 import threading
@@ -114,3 +118,58 @@ def test_main_thread_sync_reads_workers(settings, threads, mode, note):
         pytest.skip("checked: every worker's output read by the main thread (exact); not "
                     "checked: a device-wide synchronize (%s)" % "; ".join(
                         "%s %s" % (n, w) for n, w in lack))
+
+
+# ---------------------------------------------------------------------------------------------
+# One thread synchronizing the device in a loop while the others run forwards (issue 18,
+# hazard 2): a device-wide synchronize that waits for the GPU while holding a stream's queue
+# (or its lock) makes every other thread wait with it, and loops that synchronize per forward
+# then run in lockstep. The test measures the workers' throughput with and without the
+# synchronizing thread and reports both (notes); it asserts only that every forward's result
+# is right and that the synchronizing thread really ran. Throughput is a measurement, never a
+# pass/fail criterion: it depends on the machine and its load.
+
+SYNC_LOOP_ROUNDS = ("alone", "with sync", "alone", "with sync")
+
+
+def test_sync_loop_throughput(settings, threads, note):
+    import torch
+
+    device = settings.device
+    name = "torch.%s.synchronize" % device
+    syncs, lack = H.device_wide_syncs(torch, device)
+    sync = dict(syncs).get(name)
+    iters = settings["sync_loop_iters"]
+    timeout = settings["join_timeout"]
+    work = W.ModelWork(device, "mlp", "shared", batch=settings["batch"])
+    work.prepare(threads)
+    refs = work.reference(threads, iters)
+    W.timed_forwards(work, threads, 1, timeout)  # warm-up: every thread's first forward
+    if sync is None:
+        outs, _, _ = W.timed_forwards(work, threads, iters, timeout)
+        H.check_threads(outs, refs, work.tol)
+        why = dict(lack).get(name, "absent in torch %s" % torch.__version__)
+        pytest.skip("checked: %d threads' forwards (read back each time) against the reference; "
+                    "not measured: throughput beside a synchronizing thread: %s: %s" % (
+                        threads, name, why))
+    fps = {"alone": [], "with sync": []}
+    calls = []
+    for label in SYNC_LOOP_ROUNDS:
+        outs, wall, count = W.timed_forwards(work, threads, iters, timeout,
+                                             sync if label == "with sync" else None)
+        try:
+            H.check_threads(outs, refs, work.tol)
+        except AssertionError as exc:
+            raise AssertionError("%s: %s" % (label, exc))
+        fps[label].append(threads * iters / max(wall, 1e-9))
+        if label == "with sync":
+            assert count >= 1, "the synchronizing thread never ran"
+            calls.append((count, wall))
+    alone = sum(fps["alone"]) / len(fps["alone"])
+    beside = sum(fps["with sync"]) / len(fps["with sync"])
+    note("forwards_per_s_alone", ", ".join("%.1f" % f for f in fps["alone"]))
+    note("forwards_per_s_with_sync", ", ".join("%.1f" % f for f in fps["with sync"]))
+    note("throughput_ratio", "%.3f (mean with a thread calling %s in a loop / mean without; "
+                             "%d threads x %d forwards per round)" % (
+                                 beside / alone, name, threads, iters))
+    note("sync_calls", ", ".join("%d in %.3f s" % c for c in calls))
