@@ -45,6 +45,7 @@ var wantOrder = []string{
 	"0028-allocator-events-on-caller-stream.patch",
 	"0029-serialise-first-compile.patch",
 	"0030-linear-addmm.patch",
+	"0031-profiler-toggle-mid-operation.patch",
 }
 
 // v291Blobs are the git blob IDs of the files the series touches at PyTorch v2.9.1
