@@ -43,7 +43,7 @@ func needTools(t testing.TB, tools ...string) {
 	}
 	for _, tool := range tools {
 		if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{tool, "--version"}}); err != nil {
-			t.Fatalf("%s is needed for this test (Debian: cmake, ninja-build, gcc, ccache, redis-server): %v", tool, err)
+			t.Fatalf("%s is needed for this test (`make preflight` names everything the tests need and the apt-get line that installs it): %v", tool, err)
 		}
 	}
 }
