@@ -8,12 +8,17 @@ FUZZTIME  ?= 4s
 # (internal/testenv) decides for the Go tests and, through this command, for make; when
 # there is none it says what is missing and how to get it.
 FINDPYTHON = $(GO) run ./internal/testenv/findpython
+# Everything else the tests take from the machine (git, Python with torch, pytest and venv,
+# cmake, ninja, gcc, ccache, redis-server, chromium): one list in internal/testenv, checked
+# in seconds before any test runs, every missing thing named at once with the one apt-get
+# command that installs them all. .ci/run installs from the same list; README names it.
+PREFLIGHT  = $(GO) run ./internal/testenv/preflight
 PKGS      := ./...
 # Tests re-run race-enabled binaries as children (fake python, probe child, crash tests);
 # without this each of their exits sleeps a second waiting for race reports.
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build test check unit race lint vet fmt-check cross fuzz bench python test-python docs clean workflows release release-check
+.PHONY: all build test check preflight preflight-short unit race lint vet fmt-check cross fuzz bench python test-python docs clean workflows release release-check
 
 all: build
 
@@ -22,16 +27,26 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mpspatch
 
-## test: everything CI runs — format, the test interpreter, vet, the workflows, race-enabled
+## test: everything CI runs — the preflight, format, vet, the workflows, race-enabled
 ## tests (the Python suites on CPU included, through TestVerifyEndToEnd), darwin
-## cross-build, fuzz smoke, the release check. About 7 minutes on a 2-core machine; it fails
-## in seconds, saying what to install, when no Python has torch and pytest.
-test: fmt-check python vet workflows race cross fuzz release-check
+## cross-build, fuzz smoke, the release check. About 7 minutes on a 2-core machine; when
+## anything the tests need is missing it fails in seconds, naming all of it and the one
+## command that installs it.
+test: preflight fmt-check vet workflows race cross fuzz release-check
 
 ## check: the edit loop — format, vet, unit tests without race or the real-tool tests
-## (go test -short). Under a minute; `make test` runs everything.
-check: fmt-check vet
+## (go test -short: no real pip, CMake, ccache, Python suites or browser). Under a minute;
+## `make test` runs everything. Its preflight asks only for what -short uses (go, git).
+check: preflight-short fmt-check vet
 	$(GO) test -short -count=1 $(PKGS)
+
+## preflight: does this machine have everything make test needs? Every missing tool named
+## at once, with the apt-get command that installs them all; exit 1 in seconds.
+preflight:
+	@$(PREFLIGHT)
+
+preflight-short:
+	@$(PREFLIGHT) -short
 
 ## python: fail early, and say how to fix it, when no interpreter has torch and pytest.
 python:

@@ -388,11 +388,7 @@ func TestBuildCancelled(t *testing.T) {
 // TestBuildRealNinja runs the builder over real cmake and ninja output: the fake python
 // configures and builds testdata/tree/CMakeLists.txt as PyTorch's setup.py would.
 func TestBuildRealNinja(t *testing.T) {
-	for _, tool := range []string{"cmake", "ninja", "cc"} {
-		if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{tool, "--version"}}); err != nil {
-			t.Fatalf("%s is needed for this test (Debian: cmake, ninja-build, gcc): %v", tool, err)
-		}
-	}
+	needTools(t, "cmake", "ninja", "cc")
 	t.Run("success", func(t *testing.T) {
 		tree := copyTree(t)
 		opts, _ := fakeOptions(t, tree, "cmake")

@@ -31,13 +31,19 @@ func realVenv(t testing.TB) (python string, env []string) {
 	return VenvPython(venv), append(os.Environ(), "PIP_NO_INDEX=1", "PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
 }
 
-// needTools fails (never skips) when a tool the real tests need is missing: CI installs
-// them (.ci/run), so a missing one is a broken machine, not a reason to pass.
+// needTools marks a test that runs the real build tools. Under -short (make check, the
+// edit loop) it is skipped: a real pip, CMake and ccache build takes minutes, and make test
+// runs every one. Otherwise it fails (never skips) when a tool is missing: CI installs them
+// (.ci/run, from the preflight's list), so a missing one is a broken machine, not a reason
+// to pass.
 func needTools(t testing.TB, tools ...string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real build tools (" + strings.Join(tools, ", ") + "): make test runs it, -short (make check) does not")
+	}
 	for _, tool := range tools {
 		if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{tool, "--version"}}); err != nil {
-			t.Fatalf("%s is needed for this test (Debian: cmake, ninja-build, gcc, ccache, redis-server): %v", tool, err)
+			t.Fatalf("%s is needed for this test (`make preflight` names everything the tests need and the apt-get line that installs it): %v", tool, err)
 		}
 	}
 }

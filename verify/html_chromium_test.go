@@ -7,7 +7,6 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,30 +14,25 @@ import (
 	"time"
 
 	"github.com/mpspatch/mpspatch/internal/run"
+	"github.com/mpspatch/mpspatch/internal/testenv"
 )
 
 // chromium returns the browser the HTML test renders with: $MPSPATCH_CHROMIUM, else
-// /usr/bin/chromium, else chromium or chromium-browser in PATH. CI installs Debian's
-// chromium; a machine without one fails the test with what to install, never skips it.
+// /usr/bin/chromium, else chromium or chromium-browser in PATH (testenv decides, as it does
+// for make test's preflight). CI installs Debian's chromium; a machine without one fails
+// the test with what to install, never skips it.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real browser: make test runs it, -short (make check) does not")
 	}
-	if c := os.Getenv("MPSPATCH_CHROMIUM"); c != "" {
-		return c
+	c, err := testenv.Chromium()
+	if err != nil {
+		t.Fatalf("no chromium to render report.html: %v; install Debian's chromium package "+
+			"(apt-get install chromium; `make preflight` names everything the tests need) or set "+
+			"MPSPATCH_CHROMIUM to a Chromium binary", err)
 	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium found to render report.html: install Debian's chromium package " +
-		"(apt-get install chromium) or set MPSPATCH_CHROMIUM to a Chromium binary")
-	return ""
+	return c
 }
 
 // renderHTML opens path in headless Chromium and returns the screenshot. No network: the

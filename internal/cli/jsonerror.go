@@ -22,7 +22,7 @@ func errorDetails(err error) map[string]any {
 	d := map[string]any{}
 	var cfg *config.Error
 	if errors.As(err, &cfg) {
-		d["file"], d["line"], d["key"] = cfg.File, cfg.Line, cfg.Key
+		d["file"], d["line"], d["column"], d["key"] = cfg.File, cfg.Line, cfg.Column, cfg.Key
 	}
 	var be *builder.BuildError
 	if errors.As(err, &be) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpspatch/mpspatch/internal/config"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/patches"
 )
@@ -33,6 +34,9 @@ func addPatchesFlag(cmd *cobra.Command, o *treeOptions) {
 // A lint failure is a checks-failed error (exit 1) listing every problem.
 func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 	dir := o.patches
+	// fromConfig is set when the directory is the config's patches.dir: a problem with it
+	// is then reported at that line of the config file, which is what to edit.
+	var fromConfig *config.Config
 	if dir == "" {
 		cfg, err := d.config()
 		if err != nil {
@@ -42,6 +46,7 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 		if dir != "" && cfg.Path != "" && !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(cfg.Path), dir)
 		}
+		fromConfig = &cfg
 	}
 	var s *series.Series
 	var err error
@@ -50,7 +55,15 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 	} else {
 		fi, serr := os.Stat(dir)
 		if serr != nil || !fi.IsDir() {
-			return nil, usageErrorf("patches directory %s: %v", dir, errOr(serr, errors.New("not a directory")))
+			var pe *fs.PathError
+			if errors.As(serr, &pe) {
+				serr = pe.Err // "no such file or directory", without stat's repeat of the path
+			}
+			err := fmt.Errorf("patches directory %s: %w", dir, errOr(serr, errors.New("not a directory")))
+			if fromConfig != nil {
+				err = fromConfig.KeyError("patches.dir", err)
+			}
+			return nil, withCode(ExitUsage, err)
 		}
 		// An os.Root confines the series to its directory: a `series` or patch that is a
 		// symbolic link to a system file (or to /dev/zero) is refused, not read.
@@ -64,6 +77,11 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 			// Plain `git format-patch` output: usable as import would normalise it.
 			if fs, ok := d.loadFormatPatchDir(dir, d.printer().Warnf); ok {
 				s, err = fs, nil
+			} else if _, lerr := os.Lstat(filepath.Join(dir, series.OrderFile)); fromConfig != nil && errors.Is(lerr, os.ErrNotExist) {
+				// Not a series at all (no order file, no patch mails): the config names the
+				// wrong directory, which is a config error, not a series that fails its lint.
+				return nil, withCode(ExitUsage, fromConfig.KeyError("patches.dir",
+					fmt.Errorf("%s is not a series directory: it has no %s file and no git format-patch mails", dir, series.OrderFile)))
 			}
 		}
 	}

@@ -8,12 +8,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
@@ -34,6 +32,10 @@ type Config struct {
 
 	// Path is the file the config was read from; empty for the embedded default.
 	Path string `toml:"-"`
+
+	// src is the document read from Path, kept so that a value found wrong only when it is
+	// used (KeyError) is reported at its line.
+	src []byte
 }
 
 // Upstream names the repository and the pinned base commit.
@@ -157,8 +159,19 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	c.Path = path
+	c.Path, c.src = path, data
 	return c, nil
+}
+
+// KeyError reports err, found in key's value when it was used (a patches.dir that does not
+// exist), as a config error at the place the file sets key: its file, line and column.
+// With the embedded default, which no one edits, it returns err as it is.
+func (c Config) KeyError(key string, err error) error {
+	if c.Path == "" {
+		return err
+	}
+	line, column := locate(c.src, key)
+	return &Error{File: c.Path, Line: line, Column: column, Key: key, Msg: err.Error(), Err: err}
 }
 
 // Parse decodes data (named name in errors) on top of the defaults and validates it.
@@ -168,6 +181,8 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.validate(name); err != nil {
+		// validate judges values, not text: find the line of the value it refused.
+		err.Line, err.Column = locate(data, err.Key)
 		return Config{}, err
 	}
 	return c, nil
@@ -178,19 +193,29 @@ func decode(name string, data []byte, base Config) (Config, error) {
 	dec.DisallowUnknownFields()
 	c := base
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, describe(name, data, err)
+		// The decoder's messages speak of Go types; check says the same in the config's
+		// terms, with the key a person should have written when it is a typo.
+		if e := check(name, data); e != nil {
+			return Config{}, e
+		}
+		return Config{}, describe(name, err)
 	}
 	return c, nil
 }
 
-// Error is a config problem with its position.
+// Error is a config problem with its position. Line is 0 only when the file does not
+// set the key (a problem with the whole file, or with a default).
 type Error struct {
 	File   string
 	Line   int
 	Column int
 	Key    string
 	Msg    string
+	// Err is the error behind Msg, when there is one (KeyError).
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	pos := e.File
@@ -226,90 +251,21 @@ func readBounded(path string) ([]byte, error) {
 	return data, nil
 }
 
-func describe(name string, data []byte, err error) error {
+// describe reports a decoding error that check did not explain (a syntax error, a
+// number too large): the decoder's position and message, without its "toml: " prefix.
+func describe(name string, err error) error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		return &Error{File: name, Line: row, Column: col, Key: joinKey(de.Key()), Msg: strings.TrimPrefix(de.Error(), "toml: ")}
+	}
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) && len(strict.Errors) > 0 {
 		first := strict.Errors[0]
 		row, col := first.Position()
-		return &Error{File: name, Line: row, Column: col, Key: joinKey(first.Key()),
-			Msg: "unknown key (see `mpspatch config --default` for the keys there are)"}
+		return &Error{File: name, Line: row, Column: col, Key: joinKey(first.Key()), Msg: unknownKeyMsg(first.Key())}
 	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return &Error{File: name, Line: row, Column: col, Key: joinKey(de.Key()), Msg: de.Error()}
-	}
-	if errors.Is(err, errDuration) {
-		return durationError(name, data, err)
-	}
-	return &Error{File: name, Msg: err.Error()}
-}
-
-// durationError finds the duration key whose value is not a duration string, with its
-// position, by walking the document's key/value expressions.
-func durationError(name string, data []byte, err error) error {
-	keys := durationKeys(reflect.TypeOf(Config{}), "")
-	var p unstable.Parser
-	p.Reset(data)
-	table := ""
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			table = nodeKey(e.Key())
-		case unstable.KeyValue:
-			k := nodeKey(e.Key())
-			if table != "" {
-				k = table + "." + k
-			}
-			if !keys[k] {
-				continue
-			}
-			v := e.Value()
-			if v.Kind == unstable.String {
-				if _, perr := time.ParseDuration(string(v.Data)); perr == nil {
-					continue
-				}
-			}
-			pos := p.Shape(e.Raw).Start
-			return &Error{File: name, Line: pos.Line, Column: pos.Column, Key: k,
-				Msg: fmt.Sprintf("%v, have %s", errDuration, p.Raw(v.Raw))}
-		}
-	}
-	return &Error{File: name, Msg: err.Error()}
-}
-
-func nodeKey(it unstable.Iterator) string {
-	var parts []string
-	for it.Next() {
-		parts = append(parts, string(it.Node().Data))
-	}
-	return strings.Join(parts, ".")
-}
-
-// durationKeys lists the dotted TOML keys of t's Duration fields.
-func durationKeys(t reflect.Type, prefix string) map[string]bool {
-	out := map[string]bool{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-		if tag == "" || tag == "-" {
-			continue
-		}
-		key := tag
-		if prefix != "" {
-			key = prefix + "." + tag
-		}
-		switch {
-		case f.Type == reflect.TypeOf(Duration{}):
-			out[key] = true
-		case f.Type.Kind() == reflect.Struct:
-			for k := range durationKeys(f.Type, key) {
-				out[k] = true
-			}
-		}
-	}
-	return out
+	return &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 }
 
 func joinKey(k []string) string {
@@ -325,7 +281,7 @@ func joinKey(k []string) string {
 
 var fullSHA = lazyregexp.New(`^[0-9a-f]{40}$`)
 
-func (c Config) validate(name string) error {
+func (c Config) validate(name string) *Error {
 	if !fullSHA().MatchString(c.Upstream.Commit) {
 		return &Error{File: name, Key: "upstream.commit", Msg: fmt.Sprintf("want a full 40-hex commit SHA, have %q", c.Upstream.Commit)}
 	}
@@ -360,7 +316,7 @@ func (c Config) validate(name string) error {
 // environment, never from a file that gets committed and shared.
 var secretName = lazyregexp.New(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
 
-func (bc BuildCache) validate(name string) error {
+func (bc BuildCache) validate(name string) *Error {
 	switch bc.Tool {
 	case "auto", "ccache", "sccache", "none":
 	default:

@@ -30,7 +30,7 @@ func FindPython(ctx context.Context, getenv func(string) string) (string, error)
 	if py == "" {
 		py, from = DefaultPython, "the default interpreter (set "+EnvVar+" to use another)"
 	}
-	missing, err := missingModules(ctx, py)
+	missing, err := missingModules(ctx, py, nil, Required)
 	if err != nil {
 		return "", fmt.Errorf("test python %s, %s: cannot run it: %w\n%s", py, from, err, howToGet)
 	}
@@ -45,21 +45,39 @@ const howToGet = `The tests need a Python 3 with torch and pytest. On Debian or 
 (.ci/run installs exactly what the tests need), or point ` + EnvVar + ` at an interpreter
 that has both, e.g. ` + EnvVar + `=$HOME/venv/bin/python make test`
 
-// missingModules asks py which of Required it cannot find, without importing them (torch
-// takes seconds to import; finding its spec takes milliseconds).
-func missingModules(ctx context.Context, py string) ([]string, error) {
+// missingModules asks py which of modules it cannot find, without importing them (torch
+// takes seconds to import; finding its spec takes milliseconds). A nil env is the
+// process's own.
+func missingModules(ctx context.Context, py string, env []string, modules []string) ([]string, error) {
 	script := "import importlib.util as u, sys\n" +
-		"print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))\n"
+		"print('" + missingTag + "', *(m for m in sys.argv[1:] if u.find_spec(m) is None))\n"
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, err := run.Output(ctx, run.Cmd{Argv: append([]string{py, "-c", script}, Required...)})
+	out, err := run.Output(ctx, run.Cmd{Argv: append([]string{py, "-c", script}, modules...), Env: env})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errors.New("no such file")
 		}
 		return nil, err
 	}
-	return strings.Fields(string(out)), nil
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 || fields[0] != missingTag {
+		// Something that is not Python answered (/bin/true, a wrapper that swallows -c):
+		// silence must not read as "nothing missing".
+		return nil, fmt.Errorf("it did not answer the module probe as Python would (output %q)", truncate(string(out), 80))
+	}
+	return fields[1:], nil
+}
+
+// missingTag starts the probe's answer, so only a real Python's answer counts.
+const missingTag = "missing:"
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 var (

@@ -13,7 +13,7 @@ import (
 func fakePython(t *testing.T, have ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "python")
-	script := "#!/bin/sh\nshift 2\nout=\nfor m in \"$@\"; do\n  case \" " + strings.Join(have, " ") + " \" in *\" $m \"*) ;; *) out=\"$out $m\";; esac\ndone\necho $out\n"
+	script := "#!/bin/sh\nshift 2\nout=\nfor m in \"$@\"; do\n  case \" " + strings.Join(have, " ") + " \" in *\" $m \"*) ;; *) out=\"$out $m\";; esac\ndone\necho missing: $out\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +37,8 @@ func TestFindPython(t *testing.T) {
 		{name: "env var with neither", env: none, wantInErr: []string{"cannot import torch or pytest"}},
 		{name: "env var names nothing", env: filepath.Join(t.TempDir(), "nope"),
 			wantInErr: []string{"cannot run it", ".ci/run"}},
+		{name: "env var names something that is not python", env: "/bin/true",
+			wantInErr: []string{"cannot run it", "did not answer the module probe"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
