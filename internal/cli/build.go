@@ -153,7 +153,7 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	}
 
 	warn := &warnings{p: p}
-	seriesHash, applied := appliedSeries(d, opts, warn)
+	seriesHash, applied := appliedSeries(ctx, d, opts, warn)
 
 	bar := newProgressLine(p, d.io.ErrTTY)
 	warn.bar = bar
@@ -227,8 +227,8 @@ func nonNil(s []string) []string {
 // appliedSeries finds what the stamp records about the series: the series hash when the
 // tree holds the whole series, and the names of the patches it holds. Problems are
 // warnings: a build of an unpatched tree is legitimate (a baseline), just recorded so.
-func appliedSeries(d *deps, opts *buildOptions, warn *warnings) (string, []builder.PatchRef) {
-	s, err := d.loadSeries(&opts.treeOptions)
+func appliedSeries(ctx context.Context, d *deps, opts *buildOptions, warn *warnings) (string, []builder.PatchRef) {
+	s, err := d.loadSeries(ctx, &opts.treeOptions)
 	if err != nil {
 		warn.warn(fmt.Sprintf("provenance: series not recorded: %v", err))
 		return "", nil

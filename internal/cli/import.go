@@ -48,7 +48,7 @@ func runImport(ctx context.Context, d *deps, opts *importOptions, src string) er
 	if err != nil {
 		return err
 	}
-	res, err := stack.Import(stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
+	res, err := stack.Import(ctx, stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
 	if err != nil {
 		return withCode(ExitCheckFailed, err)
 	}

@@ -3,6 +3,7 @@ package series
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -25,6 +26,9 @@ const OrderFile = "series"
 
 // MaxPatchSize bounds one patch file; anything larger is refused before parsing.
 const MaxPatchSize = 16 << 20
+
+// MaxID is the largest patch ID: IDs have four digits (NNNN-slug.patch).
+const MaxID = 9999
 
 // MaxOrderSize bounds the series order file: a few thousand names fit in a fraction of it.
 const MaxOrderSize = 1 << 20
@@ -137,8 +141,17 @@ var (
 // Load reads dir/series and every patch from fsys, lints them, and returns the series.
 // On any problem it returns a *LintError listing all of them (and no series).
 func Load(fsys fs.FS, dir, source string) (*Series, error) {
-	l := &loader{fsys: fsys, dir: dir, s: &Series{Source: source}}
+	return LoadContext(context.Background(), fsys, dir, source)
+}
+
+// LoadContext is Load that stops between files once ctx is done, returning ctx's error:
+// an interrupted command must not go on reading a series of thousands of patches.
+func LoadContext(ctx context.Context, fsys fs.FS, dir, source string) (*Series, error) {
+	l := &loader{ctx: ctx, fsys: fsys, dir: dir, s: &Series{Source: source}}
 	l.load()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load series %s: %w", source, err)
+	}
 	if len(l.problems) > 0 {
 		return nil, &LintError{Source: source, Problems: l.problems}
 	}
@@ -147,6 +160,7 @@ func Load(fsys fs.FS, dir, source string) (*Series, error) {
 }
 
 type loader struct {
+	ctx       context.Context
 	fsys      fs.FS
 	dir       string
 	s         *Series
@@ -160,18 +174,25 @@ func (l *loader) problem(file string, line int, format string, args ...any) {
 }
 
 // readBounded reads name from the series directory: a regular file of at most limit
-// bytes. A FIFO would block the read forever and a device (a link to /dev/zero) would
-// never end, so anything but a regular file is refused before it is opened.
+// bytes. A directory on disk is a *PatchDir, which reads as every patch input is read
+// (input.go). Any other fs.FS (the series embedded in the binary, a format-patch
+// directory normalised in memory) is stat-ed before it is opened: a FIFO would block the
+// read forever and a device (a link to /dev/zero) would never end, so anything but a
+// regular file is refused before it is opened.
 func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
+	if d, ok := l.fsys.(*PatchDir); ok {
+		data, err := d.ReadFile(l.join(name), limit)
+		return data, errOrUnwrapped(err)
+	}
 	fi, err := fs.Stat(l.fsys, l.join(name))
 	if err != nil {
 		return nil, errOrUnwrapped(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+		return nil, notRegular(fi.Mode())
 	}
 	if fi.Size() > limit {
-		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+		return nil, tooLarge(limit)
 	}
 	f, err := l.fsys.Open(l.join(name))
 	if err != nil {
@@ -186,7 +207,7 @@ func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+		return nil, tooLarge(limit)
 	}
 	return buf.Bytes(), nil
 }
@@ -240,6 +261,9 @@ func (l *loader) load() {
 		l.problem(n, 0, "patch file is not listed in %s (add it, or delete the file)", OrderFile)
 	}
 	for _, p := range l.s.Patches {
+		if l.ctx != nil && l.ctx.Err() != nil {
+			return
+		}
 		l.loadPatch(p)
 	}
 }

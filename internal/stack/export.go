@@ -88,7 +88,7 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	wg.Add(2)
 	go func() { defer wg.Done(); all, errList = g.RevListParents(ctx, opts.Tree, rng, true) }()
 	go func() { defer wg.Done(); mbox, errMbx = g.FormatPatch(ctx, opts.Tree, rng) }()
-	sd, errDir := readSeriesDir(opts.Dir)
+	sd, errDir := readSeriesDir(ctx, opts.Dir)
 	wg.Wait()
 	if errDir != nil {
 		return nil, fmt.Errorf("export: %w", errDir)

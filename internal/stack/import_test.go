@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,12 @@ func TestImportFormatPatchDir(t *testing.T) {
 		t.Fatalf("git format-patch names: %v", err)
 	}
 	// Such a directory is no series: check warns and reads it normalised.
-	fsys, warnings, err := NormalisedView(raw)
+	pd, err := series.OpenPatchDir(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	fsys, warnings, err := NormalisedView(context.Background(), pd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +43,7 @@ func TestImportFormatPatchDir(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "series")
-	res, err := Import(ImportOptions{Src: raw, Dir: dst})
+	res, err := Import(context.Background(), ImportOptions{Src: raw, Dir: dst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +65,7 @@ func TestImportFormatPatchDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second import appends with the next IDs.
-	res, err = Import(ImportOptions{Src: raw, Dir: dst})
+	res, err = Import(context.Background(), ImportOptions{Src: raw, Dir: dst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +80,7 @@ func TestImportMbox(t *testing.T) {
 	mbox := filepath.Join(t.TempDir(), "series.mbox")
 	write(t, mbox, f.git(f.up, "format-patch", "--stdout", "--full-index", "--signature=2.39.5", "v1..dev")+"\n")
 	dst := filepath.Join(t.TempDir(), "series")
-	res, err := Import(ImportOptions{Src: mbox, Dir: dst})
+	res, err := Import(context.Background(), ImportOptions{Src: mbox, Dir: dst})
 	if err != nil {
 		t.Fatal(err)
 	}
