@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"path"
 	"regexp"
 	"sort"
@@ -384,6 +385,8 @@ func ParsePatch(p *Patch) []Problem {
 	}
 	if strings.TrimSpace(hdr.Title) == "" {
 		add(headerLine(raw, "Subject:"), "missing Subject: header")
+	} else if subjectBreaks(raw, hdr.Title) {
+		add(headerLine(raw, "Subject:"), "Subject: holds a line break once decoded (an encoded =0A or =0D); want a subject of one line")
 	}
 	p.Title = hdr.Title
 	p.Body = hdr.Body
@@ -407,6 +410,43 @@ func ParsePatch(p *Patch) []Problem {
 	}
 	return probs
 }
+
+// subjectBreaks says whether the mail's subject holds a line break once its RFC 2047
+// encoded words are decoded, as go-gitdiff decodes them (title) or as a mail reader does:
+// a subject that decodes to two lines would put text of its choosing where a commit's
+// message or a mail's next header goes.
+func subjectBreaks(raw []byte, title string) bool {
+	if strings.ContainsAny(title, "\r\n") {
+		return true
+	}
+	var value string
+	in := false
+	for _, l := range strings.Split(string(raw), "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		switch {
+		case l == "":
+			return strings.ContainsAny(decodeWords(value), "\r\n")
+		case in && (l[0] == ' ' || l[0] == '\t'):
+			value += l
+		default:
+			k, v, ok := strings.Cut(l, ":")
+			in = ok && strings.EqualFold(k, "Subject")
+			if in {
+				value = v
+			}
+		}
+	}
+	return strings.ContainsAny(decodeWords(value), "\r\n")
+}
+
+func decodeWords(s string) string {
+	if d, err := wordDecoder.DecodeHeader(s); err == nil {
+		return d
+	}
+	return s
+}
+
+var wordDecoder mime.WordDecoder
 
 // checkFile refuses what the engine never applies: hostile paths, symlinks, submodules,
 // oversized binaries.

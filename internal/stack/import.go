@@ -129,11 +129,16 @@ func mailsOf(data []byte, path string, mbox bool) ([]Mail, error) {
 // NormaliseMail rewrites a mail into the series' canonical form and says what it
 // changed: the From line carries the zero SHA, the subject prefix is `[PATCH]` (no
 // n/m, no version), on one line, and the version signature is gone.
+//
+// Only the mail's own layers are undone (mailcode.go): its CRLF line ends when its first
+// line has one, and a quoted-printable or base64 body. The diff's bytes, the CRs of a CRLF
+// file among them, are kept exactly.
 func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	var notes []string
-	out := bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))
-	if !bytes.Equal(out, raw) {
-		notes = append(notes, "CRLF line ends made LF")
+	out := raw
+	if mailLineEndsCRLF(raw) {
+		out = stripMailCR(raw)
+		notes = append(notes, "the mail's CRLF line ends made LF (one CR a line; CRs of the diff's content kept)")
 	}
 	if loc := anyFromRE().FindIndex(out); loc != nil && loc[0] == 0 {
 		if !bytes.HasPrefix(out, []byte(zeroFrom)) {
@@ -144,6 +149,13 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 		notes = append(notes, "mbox From line added")
 		out = append([]byte(zeroFrom), out...)
 	}
+	out, enc, err := decodeTransfer(out)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if enc != "" {
+		notes = append(notes, enc+" body decoded (8bit)")
+	}
 	mm, err := parseMailMessage(out)
 	if err != nil {
 		return nil, "", nil, err
@@ -152,10 +164,11 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	if loc := subjectLineRE().FindIndex(parts.header); loc != nil {
 		old := string(parts.header[loc[0]:loc[1]])
 		enc := mm.Subject
-		if !isASCII(enc) {
-			enc = mimeQ(enc)
+		const prefix = "Subject: [PATCH] "
+		if needsEncodedWords(enc) {
+			enc = encodeSubject(enc, len(prefix))
 		}
-		want := "Subject: [PATCH] " + enc + "\n"
+		want := prefix + enc + "\n"
 		if old != want {
 			if strings.Contains(strings.SplitN(old, "]", 2)[0], "/") || !strings.HasPrefix(old, "Subject: [PATCH] ") {
 				notes = append(notes, "subject prefix made [PATCH]")
@@ -175,17 +188,6 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	}
 	return out, mm.Subject, notes, nil
 }
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-func mimeQ(s string) string { return mimeWordEncoder.Encode("UTF-8", s) }
 
 // ImportOptions say what to import where.
 type ImportOptions struct {

@@ -18,7 +18,8 @@ const TrailerKey = "Series-Id"
 
 var (
 	// mboxFromRE is the separator line git format-patch writes before every mail.
-	mboxFromRE = lazyregexp.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
+	// A mail saved with CRLF line ends has it end in CRLF.
+	mboxFromRE = lazyregexp.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\r?\n`)
 	zeroFrom   = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 	seriesIDRE = lazyregexp.New(`^` + TrailerKey + `: ([0-9]{4})$`)
 	trailerRE  = lazyregexp.New(`^[A-Za-z][A-Za-z0-9-]*: `)
@@ -36,7 +37,10 @@ func splitMbox(data []byte) [][]byte {
 			end = locs[i+1][0]
 			// git format-patch --stdout separates mails with a blank line; it belongs
 			// to neither.
-			if end-loc[0] > 2 && data[end-1] == '\n' && data[end-2] == '\n' {
+			switch m := data[loc[0]:end]; {
+			case len(m) > 4 && bytes.HasSuffix(m, []byte("\r\n\r\n")):
+				end -= 2
+			case len(m) > 2 && bytes.HasSuffix(m, []byte("\n\n")):
 				end--
 			}
 		}
@@ -183,6 +187,9 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if dec, err := wordDecoder.DecodeHeader(subj); err == nil {
 		subj = dec
 	}
+	if err := checkHeaderValue("Subject", subj); err != nil {
+		return mm, err
+	}
 	mm.Subject = prefixRE().ReplaceAllString(subj, "")
 	if mm.Subject == "" {
 		return mm, fmt.Errorf("empty Subject: header")
@@ -196,11 +203,19 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if name == "" {
 		name = addr.Address
 	}
+	for _, v := range []string{name, addr.Address} {
+		if err := checkHeaderValue("From", v); err != nil {
+			return mm, err
+		}
+	}
 	mm.Author = fmt.Sprintf("%s <%s>", name, addr.Address)
 	mm.Name, mm.Email = name, addr.Address
 	mm.Date = headerValue(p.header, "Date")
 	if mm.Date == "" {
 		return mm, fmt.Errorf("missing Date: header")
+	}
+	if err := checkHeaderValue("Date", mm.Date); err != nil {
+		return mm, err
 	}
 	mm.Message = mm.Subject + "\n"
 	if len(bytes.TrimSpace(p.body)) > 0 {
@@ -240,5 +255,3 @@ func slugify(subject string) string {
 	}
 	return s
 }
-
-var mimeWordEncoder = mime.QEncoding
