@@ -357,6 +357,10 @@ func ParsePatch(p *Patch) []Problem {
 		add(lineOfParseError(err), "parse diff: %v", err)
 		return probs
 	}
+	if ln := unterminatedHunkLine(raw, files); ln > 0 {
+		add(ln, "the diff's last line ends without a newline and no `\\ No newline at end of file` line follows it: git apply calls this a corrupt patch; want a newline at the end of the line, or the marker line after it")
+		return probs
+	}
 	if len(files) == 0 {
 		if ln := edStyleLine(raw); ln > 0 {
 			add(ln, "looks like an ed-style or normal diff; only unified git diffs are accepted (git format-patch)")
@@ -447,6 +451,49 @@ func decodeWords(s string) string {
 }
 
 var wordDecoder mime.WordDecoder
+
+// unterminatedHunkLine returns the line number of raw's last line when it belongs to a
+// hunk and ends without a newline that no `\ No newline at end of file` marker accounts
+// for, and 0 otherwise. go-gitdiff reads such a line as one without a newline, so the
+// engine would write a file without its last newline that the patch never asked for
+// (git apply refuses the patch as corrupt). The line is a hunk's when terminating it
+// changes what the hunks hold; a signature or a marker line left unterminated does not.
+func unterminatedHunkLine(raw []byte, files []*gitdiff.File) int {
+	if len(raw) == 0 || raw[len(raw)-1] == '\n' {
+		return 0
+	}
+	again, _, err := gitdiff.Parse(bytes.NewReader(append(raw[:len(raw):len(raw)], '\n')))
+	if err == nil && len(again) == len(files) {
+		same := true
+		for i := range files {
+			if !sameFragments(files[i].TextFragments, again[i].TextFragments) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return 0
+		}
+	}
+	return bytes.Count(raw, []byte("\n")) + 1
+}
+
+func sameFragments(a, b []*gitdiff.TextFragment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i].Lines) != len(b[i].Lines) {
+			return false
+		}
+		for j := range a[i].Lines {
+			if a[i].Lines[j] != b[i].Lines[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // checkFile refuses what the engine never applies: hostile paths, symlinks, submodules,
 // oversized binaries.
