@@ -26,7 +26,14 @@ func newImportCmd(d *deps) *cobra.Command {
 mbox holding several mails, and append them to the series as new entries with the next
 free IDs. Names and headers are normalised: NNNN-slug.patch, a zero SHA on the From line,
 a plain [PATCH] subject prefix on one line, no version signature. What was normalised is
-listed per patch.`,
+listed per patch.
+
+The diff's bytes are kept exactly: only a mail's own CRLF line ends are undone (one CR a
+line, when its first line ends in CRLF), and a quoted-printable or base64 body is
+decoded. Refused, with nothing written: a file that is not a regular one (a FIFO, a
+device), a symbolic link inside the directory, an mbox over 64 MiB or a mail over
+16 MiB, a multipart mail, a Subject: or From: that decodes to a line break, a mail that
+does not lint, and an ID past 9999 (see docs/authoring.md).`,
 		Example: `  git format-patch -o /tmp/out v2.9.1..my-fix
   mpspatch import /tmp/out --patches patches/
   mpspatch import fixes.mbox --patches patches/ --dry-run`,
