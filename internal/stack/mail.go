@@ -190,7 +190,9 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if err := checkHeaderValue("Subject", subj); err != nil {
 		return mm, err
 	}
-	mm.Subject = prefixRE().ReplaceAllString(subj, "")
+	// Blanks around the decoded subject go, as git mailinfo drops them: a subject that
+	// decodes to blanks alone is empty.
+	mm.Subject = strings.TrimSpace(prefixRE().ReplaceAllString(subj, ""))
 	if mm.Subject == "" {
 		return mm, fmt.Errorf("empty Subject: header")
 	}
