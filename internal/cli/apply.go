@@ -112,7 +112,7 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		return err
 	}
 	p := d.printer()
-	s, root, err := d.seriesAndTree(&opts.treeOptions)
+	s, root, err := d.seriesAndTree(ctx, &opts.treeOptions)
 	if err != nil {
 		return err
 	}

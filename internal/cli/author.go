@@ -77,23 +77,30 @@ func intentChecker(p *series.Patch, read func(string) ([]byte, error)) []string 
 }
 
 // loadFormatPatchDir reads a plain `git format-patch` directory (no series file) as
-// import would normalise it, warning about each normalisation.
-func (d *deps) loadFormatPatchDir(dir string, warn func(string, ...any)) (*series.Series, bool) {
-	if !stack.LooksLikeFormatPatchDir(dir) {
-		return nil, false
+// import would normalise it, warning about each normalisation. A mail that cannot be
+// read or normalised is a lint problem naming it.
+func (d *deps) loadFormatPatchDir(ctx context.Context, pd *series.PatchDir, warn func(string, ...any)) (*series.Series, error) {
+	fsys, warnings, err := stack.NormalisedView(ctx, pd)
+	if errors.Is(err, context.Canceled) {
+		return nil, err
 	}
-	fsys, warnings, err := stack.NormalisedView(dir)
 	if err != nil {
-		return nil, false
+		prob := series.Problem{File: pd.Name(), Msg: err.Error()}
+		var ie *series.InputError
+		if errors.As(err, &ie) {
+			prob = series.Problem{File: ie.Path, Msg: ie.Err.Error()}
+		}
+		prob.Msg = "read as git format-patch output (there is no series file): " + prob.Msg
+		return nil, &series.LintError{Source: pd.Name(), Problems: []series.Problem{prob}}
 	}
-	s, err := series.Load(fsys, ".", dir)
+	s, err := series.LoadContext(ctx, fsys, ".", pd.Name())
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	for _, w := range warnings {
 		warn("%s", w)
 	}
-	return s, true
+	return s, nil
 }
 
 func isDir(p string) bool {

@@ -228,7 +228,7 @@ func nonNil(s []string) []string {
 // tree holds the whole series, and the names of the patches it holds. Problems are
 // warnings: a build of an unpatched tree is legitimate (a baseline), just recorded so.
 func appliedSeries(ctx context.Context, d *deps, opts *buildOptions, warn *warnings) (string, []builder.PatchRef) {
-	s, err := d.loadSeries(&opts.treeOptions)
+	s, err := d.loadSeries(ctx, &opts.treeOptions)
 	if err != nil {
 		warn.warn(fmt.Sprintf("provenance: series not recorded: %v", err))
 		return "", nil

@@ -102,7 +102,7 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 	if len(opts.upstream.refs) == 0 && (opts.upstream.url != "" || opts.upstream.format != "text") {
 		return usageErrorf("--url and --format go with --upstream REF")
 	}
-	s, err := d.loadSeries(&opts.treeOptions)
+	s, err := d.loadSeries(ctx, &opts.treeOptions)
 	var lint *series.LintError
 	if errors.As(err, &lint) {
 		rep := checkReport{Source: lint.Source}

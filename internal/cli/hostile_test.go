@@ -29,7 +29,7 @@ import (
 //
 //	symlink tree/.mpspatch -> .git/hooks   create a symbolic link (target verbatim)
 //	fifo patches/series                    create a named pipe
-//	> apply --tree TREE --patches PATCHES  run mpspatch (TREE, PATCHES: absolute paths)
+//	> apply --tree TREE --patches PATCHES  run mpspatch (TREE, PATCHES, PARENT: absolute paths)
 //	exit 3                                 its exit code
 //	stdout REGEXP / stderr REGEXP          must match; !stdout / !stderr must not
 func TestHostileCorpus(t *testing.T) {
@@ -112,7 +112,7 @@ func runHostileCase(t *testing.T, file string) {
 		case ">":
 			args := strings.Fields(rest)
 			for k, a := range args {
-				args[k] = strings.NewReplacer("TREE", tree, "PATCHES", patches).Replace(a)
+				args[k] = strings.NewReplacer("TREE", tree, "PATCHES", patches, "PARENT", parent).Replace(a)
 			}
 			cmds = append(cmds, &command{args: args})
 		case "exit", "stdout", "stderr", "!stdout", "!stderr":

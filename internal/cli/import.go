@@ -30,7 +30,14 @@ them) folded as git format-patch folds it, no version signature, a/ b/ path pref
 mail written with diff.noprefix gets them), no Series-Id trailer. An in-body From:,
 Subject: or Date: line at the top of the body wins, as in git am. What was normalised is
 listed per patch. A cover letter (0000-cover-letter.patch, or a [PATCH 0/N] mail with
-no diff) is left out; mails whose change the series already holds are refused.`,
+no diff) is left out; mails whose change the series already holds are refused.
+
+The diff's bytes are kept exactly: only a mail's own CRLF line ends are undone (one CR a
+line, when its first line ends in CRLF), and a quoted-printable or base64 body is
+decoded. Refused, with nothing written: a file that is not a regular one (a FIFO, a
+device), a symbolic link inside the directory, an mbox over 64 MiB or a mail over
+16 MiB, a multipart mail, a Subject: or From: that decodes to a line break, a mail that
+does not lint, and an ID past 9999 (see docs/authoring.md).`,
 		Example: `  git format-patch -o /tmp/out v2.9.1..my-fix
   mpspatch import /tmp/out --patches patches/
   mpspatch import fixes.mbox --patches patches/ --dry-run`,
@@ -52,7 +59,7 @@ func runImport(ctx context.Context, d *deps, opts *importOptions, src string) er
 	if err != nil {
 		return err
 	}
-	res, err := stack.Import(stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
+	res, err := stack.Import(ctx, stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
 	if err != nil {
 		return withCode(ExitCheckFailed, err)
 	}

@@ -72,7 +72,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing config", []string{"--config", filepath.Join(dir, "none.toml"), "config"}, ExitUsage, "", "read config"},
 		{"missing tree", []string{"status", "--tree", filepath.Join(dir, "no-such-tree")}, ExitUsage, "", "does not exist"},
 		{"missing patches dir", []string{"check", "--patches", filepath.Join(dir, "nope")}, ExitUsage, "", "patches directory"},
-		{"lint failure", []string{"check", "--patches", emptySeries}, ExitCheckFailed, "cannot read the order file", ""},
+		{"lint failure", []string{"check", "--patches", emptySeries}, ExitCheckFailed, "0001-stray.patch: read as git format-patch output", ""},
 		{"config default", []string{"config", "--default"}, ExitOK, "[upstream]", ""},
 		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
 		{"version", []string{"version"}, ExitOK, "series   sha256:", ""},

@@ -147,7 +147,7 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	if err != nil {
 		return usageErrorf("--dir %s: %v", opts.dir, err)
 	}
-	s, err := d.loadSeries(&treeOptions{patches: opts.patches})
+	s, err := d.loadSeries(ctx, &treeOptions{patches: opts.patches})
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 		return err
 	}
 	p := d.printer()
-	s, root, err := d.seriesAndTree(&opts.treeOptions)
+	s, root, err := d.seriesAndTree(ctx, &opts.treeOptions)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mpspatch/mpspatch/internal/config"
 	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/stack"
 	"github.com/mpspatch/mpspatch/patches"
 )
 
@@ -31,8 +33,12 @@ func addPatchesFlag(cmd *cobra.Command, o *treeOptions) {
 }
 
 // loadSeries loads --patches, else the config's patches.dir, else the embedded series.
-// A lint failure is a checks-failed error (exit 1) listing every problem.
-func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
+// A lint failure is a checks-failed error (exit 1) listing every problem. A directory
+// without a series file that holds *.patch files is plain `git format-patch` output,
+// read as import would normalise it. Either way every file is read through
+// series.PatchDir (regular files only, no links, bounded, never blocking), and ctx is
+// checked between files.
+func (d *deps) loadSeries(ctx context.Context, o *treeOptions) (*series.Series, error) {
 	dir := o.patches
 	// fromConfig is set when the directory is the config's patches.dir: a problem with it
 	// is then reported at that line of the config file, which is what to edit.
@@ -51,7 +57,7 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 	var s *series.Series
 	var err error
 	if dir == "" {
-		s, err = series.Load(patches.FS, ".", "(built-in)")
+		s, err = series.LoadContext(ctx, patches.FS, ".", "(built-in)")
 	} else {
 		fi, serr := os.Stat(dir)
 		if serr != nil || !fi.IsDir() {
@@ -65,19 +71,17 @@ func (d *deps) loadSeries(o *treeOptions) (*series.Series, error) {
 			}
 			return nil, withCode(ExitUsage, err)
 		}
-		// An os.Root confines the series to its directory: a `series` or patch that is a
-		// symbolic link to a system file (or to /dev/zero) is refused, not read.
-		root, rerr := os.OpenRoot(dir)
-		if rerr != nil {
-			return nil, usageErrorf("patches directory %s: %v", dir, rerr)
+		pd, perr := series.OpenPatchDir(dir)
+		if perr != nil {
+			return nil, usageErrorf("patches directory: %v", perr)
 		}
-		s, err = series.Load(root.FS(), ".", dir)
-		root.Close()
-		if err != nil {
-			// Plain `git format-patch` output: usable as import would normalise it.
-			if fs, ok := d.loadFormatPatchDir(dir, d.printer().Warnf); ok {
-				s, err = fs, nil
-			} else if _, lerr := os.Lstat(filepath.Join(dir, series.OrderFile)); fromConfig != nil && errors.Is(lerr, os.ErrNotExist) {
+		defer pd.Close()
+		switch {
+		case stack.LooksLikeFormatPatchDir(pd):
+			s, err = d.loadFormatPatchDir(ctx, pd, d.printer().Warnf)
+		default:
+			s, err = series.LoadContext(ctx, pd, ".", dir)
+			if _, lerr := os.Lstat(filepath.Join(dir, series.OrderFile)); err != nil && fromConfig != nil && errors.Is(lerr, os.ErrNotExist) {
 				// Not a series at all (no order file, no patch mails): the config names the
 				// wrong directory, which is a config error, not a series that fails its lint.
 				return nil, withCode(ExitUsage, fromConfig.KeyError("patches.dir",
@@ -100,8 +104,8 @@ func errOr(err, alt error) error {
 
 // seriesAndTree loads the series and opens --tree: the start of every command that works
 // on a tree. The caller closes the root.
-func (d *deps) seriesAndTree(o *treeOptions) (*series.Series, *os.Root, error) {
-	s, err := d.loadSeries(o)
+func (d *deps) seriesAndTree(ctx context.Context, o *treeOptions) (*series.Series, *os.Root, error) {
+	s, err := d.loadSeries(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}

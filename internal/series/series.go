@@ -3,12 +3,14 @@ package series
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"path"
 	"regexp"
 	"sort"
@@ -25,6 +27,9 @@ const OrderFile = "series"
 
 // MaxPatchSize bounds one patch file; anything larger is refused before parsing.
 const MaxPatchSize = 16 << 20
+
+// MaxID is the largest patch ID: IDs have four digits (NNNN-slug.patch).
+const MaxID = 9999
 
 // MaxOrderSize bounds the series order file: a few thousand names fit in a fraction of it.
 const MaxOrderSize = 1 << 20
@@ -137,8 +142,17 @@ var (
 // Load reads dir/series and every patch from fsys, lints them, and returns the series.
 // On any problem it returns a *LintError listing all of them (and no series).
 func Load(fsys fs.FS, dir, source string) (*Series, error) {
-	l := &loader{fsys: fsys, dir: dir, s: &Series{Source: source}}
+	return LoadContext(context.Background(), fsys, dir, source)
+}
+
+// LoadContext is Load that stops between files once ctx is done, returning ctx's error:
+// an interrupted command must not go on reading a series of thousands of patches.
+func LoadContext(ctx context.Context, fsys fs.FS, dir, source string) (*Series, error) {
+	l := &loader{ctx: ctx, fsys: fsys, dir: dir, s: &Series{Source: source}}
 	l.load()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load series %s: %w", source, err)
+	}
 	if len(l.problems) > 0 {
 		return nil, &LintError{Source: source, Problems: l.problems}
 	}
@@ -147,6 +161,7 @@ func Load(fsys fs.FS, dir, source string) (*Series, error) {
 }
 
 type loader struct {
+	ctx       context.Context
 	fsys      fs.FS
 	dir       string
 	s         *Series
@@ -160,18 +175,25 @@ func (l *loader) problem(file string, line int, format string, args ...any) {
 }
 
 // readBounded reads name from the series directory: a regular file of at most limit
-// bytes. A FIFO would block the read forever and a device (a link to /dev/zero) would
-// never end, so anything but a regular file is refused before it is opened.
+// bytes. A directory on disk is a *PatchDir, which reads as every patch input is read
+// (input.go). Any other fs.FS (the series embedded in the binary, a format-patch
+// directory normalised in memory) is stat-ed before it is opened: a FIFO would block the
+// read forever and a device (a link to /dev/zero) would never end, so anything but a
+// regular file is refused before it is opened.
 func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
+	if d, ok := l.fsys.(*PatchDir); ok {
+		data, err := d.ReadFile(l.join(name), limit)
+		return data, errOrUnwrapped(err)
+	}
 	fi, err := fs.Stat(l.fsys, l.join(name))
 	if err != nil {
 		return nil, errOrUnwrapped(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+		return nil, notRegular(fi.Mode())
 	}
 	if fi.Size() > limit {
-		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+		return nil, tooLarge(limit)
 	}
 	f, err := l.fsys.Open(l.join(name))
 	if err != nil {
@@ -186,7 +208,7 @@ func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
+		return nil, tooLarge(limit)
 	}
 	return buf.Bytes(), nil
 }
@@ -240,6 +262,9 @@ func (l *loader) load() {
 		l.problem(n, 0, "patch file is not listed in %s (add it, or delete the file)", OrderFile)
 	}
 	for _, p := range l.s.Patches {
+		if l.ctx != nil && l.ctx.Err() != nil {
+			return
+		}
 		l.loadPatch(p)
 	}
 }
@@ -332,6 +357,10 @@ func ParsePatch(p *Patch) []Problem {
 		add(lineOfParseError(err), "parse diff: %v", err)
 		return probs
 	}
+	if ln := unterminatedHunkLine(raw, files); ln > 0 {
+		add(ln, "the diff's last line ends without a newline and no `\\ No newline at end of file` line follows it: git apply calls this a corrupt patch; want a newline at the end of the line, or the marker line after it")
+		return probs
+	}
 	if len(files) == 0 {
 		if ln := edStyleLine(raw); ln > 0 {
 			add(ln, "looks like an ed-style or normal diff; only unified git diffs are accepted (git format-patch)")
@@ -360,6 +389,8 @@ func ParsePatch(p *Patch) []Problem {
 	}
 	if strings.TrimSpace(hdr.Title) == "" {
 		add(headerLine(raw, "Subject:"), "missing Subject: header")
+	} else if subjectBreaks(raw, hdr.Title) {
+		add(headerLine(raw, "Subject:"), "Subject: holds a line break once decoded (an encoded =0A or =0D); want a subject of one line")
 	}
 	p.Title = hdr.Title
 	p.Body = hdr.Body
@@ -394,6 +425,86 @@ func ParsePatch(p *Patch) []Problem {
 		}
 	}
 	return probs
+}
+
+// subjectBreaks says whether the mail's subject holds a line break once its RFC 2047
+// encoded words are decoded, as go-gitdiff decodes them (title) or as a mail reader does:
+// a subject that decodes to two lines would put text of its choosing where a commit's
+// message or a mail's next header goes.
+func subjectBreaks(raw []byte, title string) bool {
+	if strings.ContainsAny(title, "\r\n") {
+		return true
+	}
+	var value string
+	in := false
+	for _, l := range strings.Split(string(raw), "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		switch {
+		case l == "":
+			return strings.ContainsAny(decodeWords(value), "\r\n")
+		case in && (l[0] == ' ' || l[0] == '\t'):
+			value += l
+		default:
+			k, v, ok := strings.Cut(l, ":")
+			in = ok && strings.EqualFold(k, "Subject")
+			if in {
+				value = v
+			}
+		}
+	}
+	return strings.ContainsAny(decodeWords(value), "\r\n")
+}
+
+func decodeWords(s string) string {
+	if d, err := wordDecoder.DecodeHeader(s); err == nil {
+		return d
+	}
+	return s
+}
+
+var wordDecoder mime.WordDecoder
+
+// unterminatedHunkLine returns the line number of raw's last line when it belongs to a
+// hunk and ends without a newline that no `\ No newline at end of file` marker accounts
+// for, and 0 otherwise. go-gitdiff reads such a line as one without a newline, so the
+// engine would write a file without its last newline that the patch never asked for
+// (git apply refuses the patch as corrupt). The line is a hunk's when terminating it
+// changes what the hunks hold; a signature or a marker line left unterminated does not.
+func unterminatedHunkLine(raw []byte, files []*gitdiff.File) int {
+	if len(raw) == 0 || raw[len(raw)-1] == '\n' {
+		return 0
+	}
+	again, _, err := gitdiff.Parse(bytes.NewReader(append(raw[:len(raw):len(raw)], '\n')))
+	if err == nil && len(again) == len(files) {
+		same := true
+		for i := range files {
+			if !sameFragments(files[i].TextFragments, again[i].TextFragments) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return 0
+		}
+	}
+	return bytes.Count(raw, []byte("\n")) + 1
+}
+
+func sameFragments(a, b []*gitdiff.TextFragment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i].Lines) != len(b[i].Lines) {
+			return false
+		}
+		for j := range a[i].Lines {
+			if a[i].Lines[j] != b[i].Lines[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkFile refuses what the engine never applies: hostile paths, symlinks, submodules,

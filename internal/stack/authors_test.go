@@ -40,7 +40,7 @@ func TestAuthorsGitAccepts(t *testing.T) {
 		t.Fatalf("export: %v", err)
 	}
 	imported := filepath.Join(root, "imported")
-	if _, err := Import(ImportOptions{Src: patches, Dir: imported}); err != nil {
+	if _, err := Import(context.Background(), ImportOptions{Src: patches, Dir: imported}); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	f := &fixture{env: e, up: up, patches: imported}

@@ -244,7 +244,7 @@ func TestDifferentialRoundTrip(t *testing.T) {
 		mails := filepath.Join(t.TempDir(), "mails")
 		plain.git(top, "format-patch", "-q", "--full-index", "-o", mails, base+".."+head)
 		dir := filepath.Join(t.TempDir(), "patches")
-		if _, err := Import(ImportOptions{Src: mails, Dir: dir}); err != nil {
+		if _, err := Import(context.Background(), ImportOptions{Src: mails, Dir: dir}); err != nil {
 			t.Errorf("%s: import: %v", label, err)
 			continue
 		}
@@ -275,7 +275,7 @@ func TestDifferentialRoundTrip(t *testing.T) {
 		hostile := filepath.Join(t.TempDir(), "hostile")
 		e.git(top, "format-patch", "-q", "--no-base", "-o", hostile, base+".."+head)
 		hdir := filepath.Join(t.TempDir(), "hpatches")
-		if _, err := Import(ImportOptions{Src: hostile, Dir: hdir}); err != nil {
+		if _, err := Import(context.Background(), ImportOptions{Src: hostile, Dir: hdir}); err != nil {
 			t.Errorf("%s: import of hostile-config mails: %v", label, err)
 			continue
 		}

@@ -84,7 +84,7 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	}
 	var baseFound string
 	if opts.BaseIsPin && !g.HasCommit(ctx, opts.Tree, opts.Base) {
-		sd, err := readSeriesDir(opts.Dir)
+		sd, err := readSeriesDir(ctx, opts.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
@@ -107,7 +107,7 @@ func Export(ctx context.Context, g *gitcli.Git, opts ExportOptions) (*ExportResu
 	wg.Add(2)
 	go func() { defer wg.Done(); all, errList = g.RevListParents(ctx, opts.Tree, rng, true) }()
 	go func() { defer wg.Done(); mbox, errMbx = g.FormatPatch(ctx, opts.Tree, rng) }()
-	sd, errDir := readSeriesDir(opts.Dir)
+	sd, errDir := readSeriesDir(ctx, opts.Dir)
 	wg.Wait()
 	if errDir != nil {
 		return nil, fmt.Errorf("export: %w", errDir)

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing/fstest"
-	"unicode/utf8"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
@@ -27,34 +27,56 @@ var (
 // Mail is one patch mail read by ReadMails, with where it came from.
 type Mail struct {
 	Source string // file name, or "MBOX mail N"
+	File   string // the path of the file it was read from
 	Raw    []byte
+}
+
+// errorf names m in err: its file, and which mail of it.
+func (m Mail) errorf(err error) error {
+	if base := filepath.Base(m.File); m.Source != base {
+		err = fmt.Errorf("%s: %w", strings.TrimPrefix(m.Source, base+" "), err)
+	}
+	return &series.InputError{Path: m.File, Err: err}
 }
 
 // ReadMails reads the mails of src: a directory of *.patch files (in the order of its
 // `series` file when it has one, else by name, as git format-patch numbers them) or an
-// mbox file holding several mails.
-func ReadMails(src string) ([]Mail, error) {
+// mbox file holding several mails. Every file is read through series.PatchDir or
+// series.ReadPatchFile (regular files only, never through a link inside the directory,
+// bounded), and ctx is checked between files.
+func ReadMails(ctx context.Context, src string) ([]Mail, error) {
 	fi, err := os.Stat(src)
 	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", src, err)
+		return nil, err
 	}
 	if !fi.IsDir() {
-		data, err := os.ReadFile(src)
+		data, err := series.ReadPatchFile(src, series.MaxImportSize)
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, err
 		}
-		var out []Mail
-		for i, m := range splitMbox(data) {
-			out = append(out, Mail{Source: fmt.Sprintf("%s mail %d", filepath.Base(src), i+1), Raw: m})
+		out, err := mailsOf(data, src, true)
+		if err != nil {
+			return nil, err
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("import %s: no mail found (want `From <sha> Mon Sep 17 00:00:00 2001` lines, as git format-patch writes)", src)
+			return nil, &series.InputError{Path: src, Err: errors.New("no mail found (want `From <sha> Mon Sep 17 00:00:00 2001` lines, as git format-patch writes)")}
 		}
 		return out, nil
 	}
-	sd, err := readSeriesDir(src)
+	pd, err := series.OpenPatchDir(src)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, err
+	}
+	defer pd.Close()
+	return readDirMails(ctx, pd)
+}
+
+// readDirMails reads the mails of a directory of *.patch files.
+func readDirMails(ctx context.Context, pd *series.PatchDir) ([]Mail, error) {
+	src := pd.Name()
+	sd, err := readPatchDir(ctx, pd)
+	if err != nil {
+		return nil, err
 	}
 	names := sd.names
 	if !sd.exists {
@@ -67,22 +89,39 @@ func ReadMails(src string) ([]Mail, error) {
 	for _, n := range names {
 		data, ok := sd.files[n]
 		if !ok {
-			return nil, fmt.Errorf("import %s: %s is listed in %s but missing", src, n, series.OrderFile)
+			return nil, &series.InputError{Path: filepath.Join(src, series.OrderFile), Err: fmt.Errorf("%s is listed but missing", n)}
 		}
-		mails := splitMbox(data)
-		if len(mails) == 0 {
-			mails = [][]byte{data}
+		mails, err := mailsOf(data, filepath.Join(src, n), false)
+		if err != nil {
+			return nil, err
 		}
-		for i, m := range mails {
-			source := n
-			if len(mails) > 1 {
-				source = fmt.Sprintf("%s mail %d", n, i+1)
-			}
-			out = append(out, Mail{Source: source, Raw: m})
-		}
+		out = append(out, mails...)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("import %s: no *.patch files", src)
+		return nil, &series.InputError{Path: src, Err: errors.New("no *.patch files")}
+	}
+	return out, nil
+}
+
+// mailsOf cuts data, read from the file at path, into its mails. A file without a
+// `From <sha>` line is one mail, unless it is an mbox (mbox), which must have them. Each
+// mail is bounded as a patch file is.
+func mailsOf(data []byte, path string, mbox bool) ([]Mail, error) {
+	mails := splitMbox(data)
+	if len(mails) == 0 && !mbox {
+		mails = [][]byte{data}
+	}
+	name := filepath.Base(path)
+	var out []Mail
+	for i, m := range mails {
+		source := name
+		if mbox || len(mails) > 1 {
+			source = fmt.Sprintf("%s mail %d", name, i+1)
+		}
+		if len(m) > series.MaxPatchSize {
+			return nil, &series.InputError{Path: path, Err: fmt.Errorf("mail %d is larger than %d MiB, the limit of one patch", i+1, series.MaxPatchSize>>20)}
+		}
+		out = append(out, Mail{Source: source, File: path, Raw: m})
 	}
 	return out, nil
 }
@@ -90,11 +129,16 @@ func ReadMails(src string) ([]Mail, error) {
 // NormaliseMail rewrites a mail into the series' canonical form and says what it
 // changed: the From line carries the zero SHA, the subject prefix is `[PATCH]` (no
 // n/m, no version), on one line, and the version signature is gone.
+//
+// Only the mail's own layers are undone (mailcode.go): its CRLF line ends when its first
+// line has one, and a quoted-printable or base64 body. The diff's bytes, the CRs of a CRLF
+// file among them, are kept exactly.
 func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	var notes []string
-	out := bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))
-	if !bytes.Equal(out, raw) {
-		notes = append(notes, "CRLF line ends made LF")
+	out := raw
+	if mailLineEndsCRLF(raw) {
+		out = stripMailCR(raw)
+		notes = append(notes, "the mail's CRLF line ends made LF (one CR a line; CRs of the diff's content kept)")
 	}
 	if loc := anyFromRE().FindIndex(out); loc != nil && loc[0] == 0 {
 		if !bytes.HasPrefix(out, []byte(zeroFrom)) {
@@ -104,6 +148,13 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 	} else {
 		notes = append(notes, "mbox From line added")
 		out = append([]byte(zeroFrom), out...)
+	}
+	out, enc, err := decodeTransfer(out)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if enc != "" {
+		notes = append(notes, enc+" body decoded (8bit)")
 	}
 	mm, err := parseMailMessage(out)
 	if err != nil {
@@ -150,76 +201,37 @@ func NormaliseMail(raw []byte) ([]byte, string, []string, error) {
 // subjectHeader writes the Subject: header of a normalised mail exactly as git
 // format-patch writes it for this subject, so that import and a later export make the
 // same bytes: plain text wrapped at word boundaries into lines of at most 78 columns
-// (continuation lines start with one space), or, for a subject that needs RFC 2047
-// (non-ASCII bytes, or "=?"), one Q-encoded word per line, each line at most 76 columns,
-// every byte but printable ASCII other than space, "=", "?" and "_" written as =XX.
+// (continuation lines start with one space), or, for a subject that needs RFC 2047,
+// Q-encoded words (encodeSubject).
 // TestSubjectHeaderMatchesGit checks both against git format-patch.
 func subjectHeader(subject string) string {
 	const prefix = "Subject: [PATCH] "
+	if needsEncodedWords(subject) {
+		return prefix + encodeSubject(subject, len(prefix)) + "\n"
+	}
 	var b strings.Builder
 	b.WriteString(prefix)
-	if !needsRFC2047(subject) {
-		col := len(prefix)
-		for i, w := range strings.Split(subject, " ") {
-			switch {
-			case i == 0 && col+len(w) > 78:
-				// A first word too long for the first line goes to the next one, after
-				// the prefix's own space, as git breaks it.
-				b.WriteString("\n ")
-				col = 0
-			case i == 0:
-				col--
-			case col+1+len(w) > 78:
-				b.WriteString("\n ")
-				col = 0
-			default:
-				b.WriteByte(' ')
-			}
-			b.WriteString(w)
-			col += 1 + len(w)
+	col := len(prefix)
+	for i, w := range strings.Split(subject, " ") {
+		switch {
+		case i == 0 && col+len(w) > 78:
+			// A first word too long for the first line goes to the next one, after
+			// the prefix's own space, as git breaks it.
+			b.WriteString("\n ")
+			col = 0
+		case i == 0:
+			col--
+		case col+1+len(w) > 78:
+			b.WriteString("\n ")
+			col = 0
+		default:
+			b.WriteByte(' ')
 		}
-		b.WriteByte('\n')
-		return b.String()
+		b.WriteString(w)
+		col += 1 + len(w)
 	}
-	const maxEncoded = 76
-	b.WriteString("=?UTF-8?q?")
-	col := len(prefix) + len("UTF-8") + 5
-	for i := 0; i < len(subject); {
-		n := 1
-		if c := subject[i]; c >= 0x80 {
-			_, n = utf8.DecodeRuneInString(subject[i:])
-		}
-		special := n > 1 || subject[i] < 0x21 || subject[i] > 0x7e || strings.IndexByte("=?_", subject[i]) >= 0
-		enc := 1
-		if special {
-			enc = 3 * n
-		}
-		if col+enc+2 > maxEncoded {
-			b.WriteString("?=\n =?UTF-8?q?")
-			col = len("UTF-8") + 5 + 1
-		}
-		for k := 0; k < n; k++ {
-			if special {
-				fmt.Fprintf(&b, "=%02X", subject[i+k])
-			} else {
-				b.WriteByte(subject[i+k])
-			}
-		}
-		col += enc
-		i += n
-	}
-	b.WriteString("?=\n")
+	b.WriteByte('\n')
 	return b.String()
-}
-
-// needsRFC2047 is git's test for encoding a header: a non-ASCII byte, or "=?".
-func needsRFC2047(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return true
-		}
-	}
-	return strings.Contains(s, "=?")
 }
 
 // changeKey identifies the change a mail makes: its diff with the index lines (blob
@@ -278,12 +290,12 @@ func isCoverLetter(m Mail) bool {
 
 // Import appends the mails of opts.Src to the series in opts.Dir as new entries with the
 // next free IDs, normalised names and headers.
-func Import(opts ImportOptions) (*ImportResult, error) {
-	mails, err := ReadMails(opts.Src)
+func Import(ctx context.Context, opts ImportOptions) (*ImportResult, error) {
+	mails, err := ReadMails(ctx, opts.Src)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("import: %w", err)
 	}
-	sd, err := readSeriesDir(opts.Dir)
+	sd, err := readSeriesDir(ctx, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -300,6 +312,9 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 		}
 	}
 	for _, m := range mails {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
 		if isCoverLetter(m) {
 			res.Skipped = append(res.Skipped, m.Source)
 			continue
@@ -327,6 +342,10 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 		if probs := series.ParsePatch(p); len(probs) > 0 {
 			return nil, fmt.Errorf("import %s: %s", m.Source, strings.TrimPrefix(probs[0].String(), "import"))
 		}
+		if next >= series.MaxID {
+			return nil, fmt.Errorf("import %s: no ID left for it: the series in %s already uses or retired ID %04d, and IDs have four digits (0001-%04d) and are never reused; nothing was written",
+				m.Source, opts.Dir, next, series.MaxID)
+		}
 		next++
 		name := fmt.Sprintf("%04d-%s.patch", next, slugify(subject))
 		files[name] = out
@@ -335,6 +354,9 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 	}
 	if opts.Check {
 		return res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
@@ -354,36 +376,48 @@ func Import(opts ImportOptions) (*ImportResult, error) {
 	return res, nil
 }
 
-// LooksLikeFormatPatchDir says whether dir is plain `git format-patch` output rather
-// than a series: no `series` file, and *.patch files.
-func LooksLikeFormatPatchDir(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, series.OrderFile)); !errors.Is(err, fs.ErrNotExist) {
+// LooksLikeFormatPatchDir says whether pd is plain `git format-patch` output rather
+// than a series: no `series` entry, and *.patch files.
+func LooksLikeFormatPatchDir(pd *series.PatchDir) bool {
+	if has, err := pd.Has(series.OrderFile); has || err != nil {
 		return false
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, "*.patch"))
-	return len(m) > 0
+	entries, _ := pd.ReadDir(".")
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".patch") {
+			return true
+		}
+	}
+	return false
 }
 
 // NormalisedView reads a format-patch directory as the series import would make of it,
 // in memory, and returns it with one warning per normalisation, so that check and apply
-// can use such a directory as it is.
-func NormalisedView(dir string) (fs.FS, []string, error) {
-	mails, err := ReadMails(dir)
+// can use such a directory as it is. It reads the directory as import does.
+func NormalisedView(ctx context.Context, pd *series.PatchDir) (fs.FS, []string, error) {
+	dir := pd.Name()
+	mails, err := readDirMails(ctx, pd)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(mails) > series.MaxID {
+		return nil, nil, fmt.Errorf("%s holds %d mails; a series has at most %d (four-digit IDs)", series.QuotePath(dir), len(mails), series.MaxID)
 	}
 	fsys := fstest.MapFS{}
 	var order strings.Builder
 	var warnings []string
 	n := 0
 	for _, m := range mails {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", dir, err)
+		}
 		if isCoverLetter(m) {
 			warnings = append(warnings, m.Source+": a cover letter (no diff), left out")
 			continue
 		}
 		out, subject, notes, err := NormaliseMail(m.Raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", m.Source, err)
+			return nil, nil, m.errorf(err)
 		}
 		n++
 		name := fmt.Sprintf("%04d-%s.patch", n, slugify(subject))

@@ -28,7 +28,12 @@ func TestImportFormatPatchDir(t *testing.T) {
 		t.Fatalf("git format-patch names: %v", err)
 	}
 	// Such a directory is no series: check warns and reads it normalised.
-	fsys, warnings, err := NormalisedView(raw)
+	pd, err := series.OpenPatchDir(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	fsys, warnings, err := NormalisedView(context.Background(), pd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +45,7 @@ func TestImportFormatPatchDir(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "series")
-	res, err := Import(ImportOptions{Src: raw, Dir: dst})
+	res, err := Import(context.Background(), ImportOptions{Src: raw, Dir: dst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func TestImportFormatPatchDir(t *testing.T) {
 	// Importing the same mails again is refused, naming the entry that holds the
 	// change, and writes nothing (it used to append six duplicates as 0007-0012).
 	before := dirFiles(t, dst)
-	_, err = Import(ImportOptions{Src: raw, Dir: dst})
+	_, err = Import(context.Background(), ImportOptions{Src: raw, Dir: dst})
 	if err == nil || !strings.Contains(err.Error(), "already holds the same change as 0001-a-make-line-10-safe.patch") {
 		t.Errorf("second import: err = %v, want a refusal naming 0001", err)
 	}
@@ -81,7 +86,7 @@ func TestImportFormatPatchDir(t *testing.T) {
 		write(t, filepath.Join(cover, name), data)
 	}
 	write(t, filepath.Join(cover, "0000-cover-letter.patch"), "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: A <a@example.com>\nDate: Thu, 2 Jan 2025 03:04:05 +0000\nSubject: [PATCH 0/6] *** SUBJECT HERE ***\n\n*** BLURB HERE ***\n\nA (6):\n  a: make line 10 safe\n\n a.c | 2 +-\n\n-- \n2.39.5\n\n")
-	res, err = Import(ImportOptions{Src: cover, Dir: filepath.Join(t.TempDir(), "p")})
+	res, err = Import(context.Background(), ImportOptions{Src: cover, Dir: filepath.Join(t.TempDir(), "p")})
 	if err != nil {
 		t.Fatalf("import with a cover letter: %v", err)
 	}
@@ -96,7 +101,7 @@ func TestImportMbox(t *testing.T) {
 	mbox := filepath.Join(t.TempDir(), "series.mbox")
 	write(t, mbox, f.git(f.up, "format-patch", "--stdout", "--full-index", "--signature=2.39.5", "v1..dev")+"\n")
 	dst := filepath.Join(t.TempDir(), "series")
-	res, err := Import(ImportOptions{Src: mbox, Dir: dst})
+	res, err := Import(context.Background(), ImportOptions{Src: mbox, Dir: dst})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ const TrailerKey = "Series-Id"
 
 var (
 	// mboxFromRE is the separator line git format-patch writes before every mail.
-	mboxFromRE = lazyregexp.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n`)
+	// A mail saved with CRLF line ends has it end in CRLF.
+	mboxFromRE = lazyregexp.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\r?\n`)
 	zeroFrom   = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 	seriesIDRE = lazyregexp.New(`^` + TrailerKey + `: ([0-9]{4})$`)
 	trailerRE  = lazyregexp.New(`^[A-Za-z][A-Za-z0-9-]*: `)
@@ -34,7 +35,10 @@ func splitMbox(data []byte) [][]byte {
 			end = locs[i+1][0]
 			// git format-patch --stdout separates mails with a blank line; it belongs
 			// to neither.
-			if end-loc[0] > 2 && data[end-1] == '\n' && data[end-2] == '\n' {
+			switch m := data[loc[0]:end]; {
+			case len(m) > 4 && bytes.HasSuffix(m, []byte("\r\n\r\n")):
+				end -= 2
+			case len(m) > 2 && bytes.HasSuffix(m, []byte("\n\n")):
 				end--
 			}
 		}
@@ -194,7 +198,12 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	// puts the author in a "From:" line at the top of the body, and a forwarded patch
 	// may carry "Subject:" and "Date:" there too. They win over the mail's own.
 	p.body, from, subj, date = inBodyHeaders(p.body, from, subj, date)
-	mm.Subject = cleanSubject(subj)
+	if err := checkHeaderValue("Subject", subj); err != nil {
+		return mm, err
+	}
+	// Blanks around the decoded subject go, as git mailinfo drops them: a subject that
+	// decodes to blanks alone is empty.
+	mm.Subject = strings.TrimSpace(cleanSubject(subj))
 	if mm.Subject == "" {
 		return mm, fmt.Errorf("empty Subject: header")
 	}
@@ -202,11 +211,19 @@ func parseMailMessage(m []byte) (mailMessage, error) {
 	if err != nil {
 		return mm, fmt.Errorf("From: header %q: %w", from, err)
 	}
+	for _, v := range []string{name, email} {
+		if err := checkHeaderValue("From", v); err != nil {
+			return mm, err
+		}
+	}
 	mm.Author = fmt.Sprintf("%s <%s>", name, email)
 	mm.Name, mm.Email = name, email
 	mm.Date = date
 	if mm.Date == "" {
 		return mm, fmt.Errorf("missing Date: header")
+	}
+	if err := checkHeaderValue("Date", mm.Date); err != nil {
+		return mm, err
 	}
 	mm.Message = mm.Subject + "\n"
 	if len(bytes.TrimSpace(p.body)) > 0 {

@@ -309,7 +309,7 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 	claimed := map[int]bool{}
 	if fresh && r.opts.SeriesDir != "" {
 		var err error
-		if sd, err = readSeriesDir(r.opts.SeriesDir); err != nil {
+		if sd, err = readSeriesDir(ctx, r.opts.SeriesDir); err != nil {
 			return fmt.Errorf("rebase: %w", err)
 		}
 		for _, m := range mails {

@@ -1,10 +1,10 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -33,31 +33,56 @@ type seriesDir struct {
 	byID    map[int]string    // ID -> file name, from entries and files
 }
 
-func readSeriesDir(dir string) (*seriesDir, error) {
+// readSeriesDir reads dir as export, import and rebase see it. A directory that does not
+// exist is an empty one (export and import create it). Every file is read through
+// series.PatchDir: regular files only, no links, each bounded, and all of them together
+// at most series.MaxImportSize.
+func readSeriesDir(ctx context.Context, dir string) (*seriesDir, error) {
+	pd, err := series.OpenPatchDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &seriesDir{dir: dir, retired: map[int]bool{}, files: map[string][]byte{}, byID: map[int]string{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read series directory: %w", err)
+	}
+	defer pd.Close()
+	return readPatchDir(ctx, pd)
+}
+
+// readPatchDir is readSeriesDir on an open directory.
+func readPatchDir(ctx context.Context, pd *series.PatchDir) (*seriesDir, error) {
+	dir := pd.Name()
 	sd := &seriesDir{dir: dir, retired: map[int]bool{}, files: map[string][]byte{}, byID: map[int]string{}}
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	entries, err := pd.ReadDir(".")
+	if err != nil {
 		return nil, fmt.Errorf("read series directory %s: %w", dir, err)
 	}
+	var total int64
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".patch") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", dir, err)
+		}
+		data, err := pd.ReadFile(e.Name(), series.MaxPatchSize)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, e.Name()), err)
+			return nil, err
+		}
+		if total += int64(len(data)); total > series.MaxImportSize {
+			return nil, fmt.Errorf("read %s: its *.patch files hold more than %d MiB together; refusing to read more", dir, series.MaxImportSize>>20)
 		}
 		sd.files[e.Name()] = data
 		if id, ok := patchID(e.Name()); ok {
 			sd.byID[id] = e.Name()
 		}
 	}
-	order, err := os.ReadFile(filepath.Join(dir, series.OrderFile))
+	order, err := pd.ReadFile(series.OrderFile, series.MaxOrderSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sd, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, series.OrderFile), err)
+		return nil, err
 	}
 	sd.exists = true
 	inHeader := true
