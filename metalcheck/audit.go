@@ -158,6 +158,10 @@ func judgeAll(all []facts, st *symtab) []Finding {
 			keep(f)
 		}
 	}
+	// Calls whose callee blocks (MPS010, MPS009) are judged over every file at once.
+	for _, f := range judgeDeferred(all) {
+		keep(f)
+	}
 	sortFindings(out)
 	out = dedupe(out)
 	fingerprint(out)

@@ -80,15 +80,33 @@ var wantFindings = map[string][]site{
 		{22, "MPS008"}, // dispatch_sync with a unique_lock held
 		{29, "MPS008"}, // dispatch_sync onto another queue from a dispatch_sync block
 		{37, "MPS008"}, // synchronize(COMMIT_AND_WAIT) under scoped_lock
-		// not: unlock before the wait, the lock's scope ended, waits on the queue,
-		// a deferred unique_lock never locked
+		{62, "MPS010"}, // waits on the queue: no lock held (not MPS008), but MPS010
+		// not: unlock before the wait, the lock's scope ended, a deferred unique_lock
+		// never locked
 	},
 	"aten/src/ATen/mps/DeviceSync.mm": {
 		{7, "MPS009"},  // deviceSynchronize: the current stream only
 		{13, "MPS009"}, // synchronizeDevice: the default stream, on its queue
+		{13, "MPS010"}, // ... waiting inside that stream's block
 		{18, "MPS009"}, // elapsedTime: one member stream
 		{23, "MPS009"}, // emptyCache: the default stream
-		// not: a loop over every stream; a per-stream commit
+		{53, "MPS009"}, // flushAndWait(): named so
+		{57, "MPS009"}, // drain(): its definition waits outside a loop
+		// not: commit on each queue then wait outside (a loop over every stream); a
+		// per-stream commit; finishEach (waits in a loop), a pool's waitAll, a
+		// COMMIT-only call, a device-wide helper
+	},
+	"aten/src/ATen/mps/QueueWait.mm": {
+		{41, "MPS010"}, // synchronize dispatches itself onto its queue and waits there
+		{54, "MPS010"}, // waitUntilCompleted in a dispatch_sync block
+		{57, "MPS010"}, // finishWork(), whose own code waits
+		{61, "MPS010"}, // condition-variable wait in a dispatch_async block
+		{64, "MPS010"}, // semaphore wait
+		{65, "MPS010"}, // dispatch_sync onto another queue from an async block
+		{76, "MPS010"}, // issue 18's lockstep: every stream waited for in its own block
+		// not: commit in the block and wait after it, synchronize(SyncType::COMMIT),
+		// flushOnly (waits only in a completion handler), a completion handler's
+		// wait, a global queue
 	},
 	"aten/src/ATen/native/mps/Disabled.mm": {
 		{7, "MPS007"}, {10, "MPS007"}, {13, "MPS007"}, {16, "MPS007"}, {19, "MPS007"},

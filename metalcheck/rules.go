@@ -55,8 +55,11 @@ var Rules = []Rule{
 		Summary: "A lock (lock_guard, unique_lock, scoped_lock, m.lock(), @synchronized) is held across a GPU wait (waitUntilCompleted, commitAndWait, synchronize(COMMIT_AND_WAIT)) or across a dispatch_sync onto a queue: completion handlers and the queue's work that take the same lock deadlock with it.",
 		Fix:     "release the lock before waiting (copy what the wait needs, unlock, wait, relock), or wait outside the locked scope; keep one lock order and document it"},
 	{ID: "MPS009", Name: "single-stream-device-sync", Severity: SevError,
-		Summary: "A device-wide synchronisation (deviceSynchronize, synchronizeDevice, torch.mps.synchronize, emptyCache, elapsedTime) waits for one stream only: with a stream per thread, work other threads queued is not waited for.",
-		Fix:     "wait for every stream, each on its own queue (loop over the stream pool and synchronize each one); leave per-stream waits to streams and events"},
+		Summary: "A device-wide synchronisation (deviceSynchronize, synchronizeDevice, torch.mps.synchronize, emptyCache, elapsedTime) waits for one stream only, whatever the waiting method is called: with a stream per thread, work other threads queued is not waited for.",
+		Fix:     "wait for every stream: commit each one on its own queue, collect the committed command buffers, and wait for them outside every queue and lock (a loop over the stream pool); leave per-stream waits to streams and events"},
+	{ID: "MPS010", Name: "wait-in-queue-block", Severity: SevError,
+		Summary: "A block dispatched onto a serial queue (a stream's) blocks: a GPU wait (waitUntilCompleted, synchronize(COMMIT_AND_WAIT)), a condition-variable or semaphore wait, a call whose definition waits, or a dispatch_sync from an asynchronous block. Everything queued there waits with it: threads sharing the stream cannot encode, and a device-wide synchronize that waits inside each stream's block puts the streams in lockstep.",
+		Fix:     "commit inside the block, take the command buffer out, and wait after dispatch_sync returns, with no queue and no lock held"},
 }
 
 // rulesByKey is built on first use, not at every command's start.
@@ -168,6 +171,13 @@ type facts struct {
 	callers    []caller
 	names      []string // the names callSite indexes
 	primitives []primitiveDef
+	lockSets   [][]lockRef // the lock sets callSite.locks indexes
+	// waiters are the functions whose own code blocks (MPS010, MPS009), and deferred
+	// the calls whose finding depends on whether their callee is one; stmts holds the
+	// statement texts of the deferred calls.
+	waiters  []waiter
+	deferred []deferredCall
+	stmts    []byte
 }
 
 // primitiveDef is a definition of a command-buffer primitive and whether it locks itself.
@@ -177,19 +187,30 @@ type primitiveDef struct {
 }
 
 // callSite is a call of a function by its bare name, from a function body: what the
-// audit needs to tell that every caller of a function holds a lock, or is a constructor.
-// Names are indexes into facts.names (16 bytes a site: there is one every few lines).
+// audit needs to tell that every caller of a function holds a lock (and which), or is a
+// constructor. Names are indexes into facts.names (16 bytes a site: there is one every
+// few lines).
 type callSite struct {
-	bare     int32
-	class    int32 // C for C::f() and for a bare f() in a method of C; -1 when unknown
-	caller   int32 // index of the calling function in facts.callers
-	external bool  // obj->f(), obj.f(): any class
-	locked   bool  // a lock is held at the call
-	inCtor   bool  // the caller is a constructor of class
+	bare   int32
+	class  int32 // C for C::f(), new C(...) and a bare f() in a method of C; -1 when unknown
+	caller int32 // index of the calling function in facts.callers
+	locks  int16 // index into facts.lockSets of the locks held at the call; -1 for none
+	flags  callFlags
 }
 
+// callFlags describe a call site.
+type callFlags uint8
+
+const (
+	callExternal callFlags = 1 << iota // obj->f(), obj.f(): any class
+	callLocked                         // a lock (or a serial queue) is held at the call
+	callInCtor                         // the caller is a constructor of class
+)
+
+func (c *callSite) has(f callFlags) bool { return c.flags&f != 0 }
+
 // caller names a function that makes calls.
-type caller struct{ class, bare string }
+type caller struct{ class, bare, name string }
 
 // extract runs the per-file part of every rule.
 func (m *fileModel) extract() (fx facts) {
@@ -198,9 +219,12 @@ func (m *fileModel) extract() (fx facts) {
 	fx = facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
 	a := m.arena
 	fx.cands, fx.calls, fx.callers = a.cands[:0], a.calls[:0], a.callers[:0]
+	fx.deferred, fx.stmts = a.deferred[:0], a.stmts[:0]
 	defer func() {
 		a.cands, a.calls, a.callers = fx.cands, fx.calls, fx.callers
+		a.deferred, a.stmts = fx.deferred, fx.stmts
 		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
+		fx.deferred, fx.stmts = ownCopy(fx.deferred), ownCopy(fx.stmts)
 	}()
 	for _, d := range m.directives {
 		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
@@ -253,6 +277,10 @@ func (m *fileModel) extract() (fx facts) {
 			}
 			continue
 		}
+		// The rules of issue 18 (MPS010, ...) look at every identifier too.
+		if isWaitWord(b) {
+			m.waitRules(i, f, &fx)
+		}
 		switch string(b) {
 		case "if":
 			m.nullInit(i, fi, &fx)
@@ -279,12 +307,18 @@ func (m *fileModel) extract() (fx facts) {
 			m.gpuWait(i, &fx)
 		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
 			m.nestedDispatch(i, &fx)
+			m.dispatchInQueueBlock(i, &fx)
 		default:
 			m.containerMutation(i, fi, &fx)
 		}
 	}
 	for fi := range m.funcs {
-		m.primitiveDefinition(&m.funcs[fi], &fx)
+		f := &m.funcs[fi]
+		m.primitiveDefinition(f, &fx)
+		if f.waits != 0 {
+			fx.waiters = append(fx.waiters, waiter{class: f.class, bare: f.bare, single: f.waits&waitSingle != 0,
+				onQueue: f.waits&waitOnQueue != 0})
+		}
 	}
 	// Locks on an operator's execution path.
 	for si := range m.scopes {
@@ -352,10 +386,11 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 	}
 	f := &m.funcs[fi]
 	if f.callerIdx == 0 {
-		fx.callers = append(fx.callers, caller{f.class, f.bare})
+		fx.callers = append(fx.callers, caller{f.class, f.bare, f.name})
 		f.callerIdx = int32(len(fx.callers))
 	}
-	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, inCtor: f.ctor}
+	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, locks: -1}
+	inCtor := f.ctor
 	own := func() int32 {
 		if f.class == "" {
 			return -1
@@ -370,20 +405,27 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 		if m.is(i-2, "this") || m.is(i-2, "self") {
 			c.class = own()
 		} else {
-			c.external = true
+			c.flags |= callExternal
 		}
 	case m.is(i-1, "::"):
 		if m.isIdent(i - 2) {
 			c.class = m.nameIndex(m.tb(i-2), fx)
 		}
+	case m.is(i-1, "new"):
+		c.class = c.bare // new C(...) calls C's constructor
 	default:
 		c.class = own()
 	}
-	if c.inCtor && (c.class < 0 || fx.names[c.class] != f.class) {
-		c.inCtor = false
+	if inCtor && c.class >= 0 && fx.names[c.class] == f.class {
+		c.flags |= callInCtor
 	}
-	c.locked = m.locked(i)
+	if m.locked(i) {
+		c.flags |= callLocked
+		c.locks = m.lockSetAt(i, f, fx)
+	}
 	fx.calls = append(fx.calls, c)
+	m.callInQueueBlock(i, f, int32(len(fx.calls)-1), fx)
+	m.deviceSyncCall(i, f, int32(len(fx.calls)-1), fx)
 }
 
 // nameIndexString is nameIndex for a name held as a string.
@@ -813,6 +855,9 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 	c := candidate{kind: candContainer, name: name, qual: qual, class: f.class, inCtor: f.ctor}
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
+			if d.Atomic {
+				return
+			}
 			c.localStatic = d
 		} else if m.isLocal(fi, name) {
 			return
@@ -891,6 +936,9 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 	cand := candidate{kind: candNullInit, name: name, qual: qual, class: f.class, inCtor: f.ctor}
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
+			if d.Atomic {
+				return // (a check-then-act on an atomic is judged by no rule yet)
+			}
 			cand.localStatic = d
 		} else if m.isLocal(fi, name) {
 			return
@@ -1005,6 +1053,7 @@ func (v *declView) merge(d *Decl) {
 	into.ThreadLocal = into.ThreadLocal || d.ThreadLocal
 	into.Container = into.Container || d.Container
 	into.Mutex = into.Mutex || d.Mutex
+	into.Atomic = into.Atomic || d.Atomic
 	into.Static = into.Static || d.Static
 	into.Member = into.Member && d.Member
 }
@@ -1165,6 +1214,9 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	case candNullInit:
 		if c.inCtor {
 			return f, false
+		}
+		if d != nil && d.Atomic {
+			d = nil // judged as before atomics were declarations: by the name alone
 		}
 		switch {
 		case d != nil && d.ThreadLocal:

@@ -1,0 +1,121 @@
+package metalcheck
+
+import (
+	"strings"
+	"testing"
+)
+
+// findingsOf audits files in memory and renders the findings of the given rules as
+// "file:line RULE", in order.
+func findingsOf(files map[string]string, rules ...string) string {
+	in := map[string][]byte{}
+	for name, src := range files {
+		in[name] = []byte(src)
+	}
+	var have []string
+	for _, f := range AuditSources(in) {
+		for _, r := range rules {
+			if f.Rule == r {
+				have = append(have, f.File+":"+itoa(f.Line)+" "+f.Rule)
+			}
+		}
+	}
+	return strings.Join(have, ", ")
+}
+
+// TestHeldByCallers: the locks a function can count on are those every call holds, at
+// the call or through its own callers; a recursive call constrains nothing; a function
+// no audited code calls gets none.
+func TestHeldByCallers(t *testing.T) {
+	src := `void A::f() { }
+void A::g() {
+  std::lock_guard<std::mutex> a(m1);
+  std::lock_guard<std::mutex> b(m2);
+  f();
+}
+void A::h() {
+  std::lock_guard<std::mutex> a(m1);
+  f();
+  r(3);
+}
+void A::r(int n) {
+  if (n > 0) {
+    r(n - 1);
+  }
+}
+void A::lone() { }
+void A::viaQueue() {
+  dispatch_sync(_queue, ^{ lone2(); });
+}
+void A::lone2() { }
+`
+	all := []facts{analyze("x.mm", []byte(src)).extract()}
+	cg := newCallers(all)
+	for _, tt := range []struct{ fn, want string }{
+		{"f", "m1"},
+		{"r", "m1"},
+		{"lone", ""},
+		{"lone2", "_queue"},
+		{"g", ""},
+	} {
+		locks, top := cg.heldByCallers("A", tt.fn)
+		var have []string
+		for _, l := range locks {
+			have = append(have, l.String())
+		}
+		if got := strings.Join(have, " "); got != tt.want || top {
+			t.Errorf("%s: held by callers %q (top %v), want %q", tt.fn, got, top, tt.want)
+		}
+	}
+}
+
+// TestWaitAcrossFiles: whether a call blocks (MPS010, MPS009) comes from its definition
+// in any audited file; MPS009 wants a wait outside a loop (a method that waits for one
+// stream), MPS010 any wait of the callee's own code.
+func TestWaitAcrossFiles(t *testing.T) {
+	calls := `void Op::encode(Stream* s) {
+  dispatch_sync(s->queue(), ^{ s->drain(); });
+  dispatch_sync(s->queue(), ^{ s->drain(SyncType::COMMIT); });
+}
+void Hooks::deviceSynchronize() {
+  getCurrentMPSStream()->drain();
+}
+`
+	tests := []struct {
+		name, def, want string
+	}{
+		{"waits once", "void Stream::drain() { [_cb waitUntilCompleted]; }\n", "a.mm:2 MPS010, a.mm:6 MPS009"},
+		{"waits in a loop", "void Stream::drain() { for (auto cb : _cbs) { [cb waitUntilCompleted]; } }\n", "a.mm:2 MPS010"},
+		{"waits in a completion handler", "void Stream::drain() { [_cb addCompletedHandler:^(id b) { [b waitUntilCompleted]; }]; }\n", ""},
+		{"does not wait", "void Stream::drain() { [_cb commit]; }\n", ""},
+		{"not audited", "", ""},
+	}
+	for _, tt := range tests {
+		files := map[string]string{"a.mm": calls}
+		if tt.def != "" {
+			files["b.mm"] = tt.def
+		}
+		if have := findingsOf(files, "MPS009", "MPS010"); have != tt.want {
+			t.Errorf("%s: have %q, want %q", tt.name, have, tt.want)
+		}
+	}
+}
+
+// TestAtomicDeclarationsKeepVerdicts: atomics became declarations (for MPS011); the
+// rules that did not see them before judge them as before.
+func TestAtomicDeclarationsKeepVerdicts(t *testing.T) {
+	src := `static std::atomic<Widget*> g_widget{nullptr};
+Widget* get() {
+  if (!g_widget) { g_widget = new Widget(); }
+  return g_widget;
+}
+Widget* Factory::get() {
+  static std::atomic<Widget*> _cache{nullptr};
+  if (_cache == nullptr) { _cache = new Widget(); }
+  return _cache;
+}
+`
+	if have := findingsOf(map[string]string{"w.mm": src}, "MPS001", "MPS002", "MPS003"); have != "" {
+		t.Errorf("have %q, want no finding (as before atomics were declarations)", have)
+	}
+}
