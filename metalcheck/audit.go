@@ -158,7 +158,11 @@ func judgeAll(all []facts, st *symtab) []Finding {
 			keep(f)
 		}
 	}
-	// Calls whose callee blocks (MPS010, MPS009) are judged over every file at once.
+	// Rules judged over every file at once: a counter's places and locks (MPS011), and
+	// calls whose callee blocks (MPS010, MPS009).
+	for _, f := range judgeCounters(all, st, cg) {
+		keep(f)
+	}
 	for _, f := range judgeDeferred(all) {
 		keep(f)
 	}

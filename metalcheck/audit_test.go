@@ -108,6 +108,25 @@ var wantFindings = map[string][]site{
 		// flushOnly (waits only in a completion handler), a completion handler's
 		// wait, a global queue
 	},
+	"aten/src/ATen/mps/Counters.h": {
+		{13, "MPS011"}, // ++s_nextId in a constructor reached only under a lane's mutex
+	},
+	"aten/src/ATen/mps/Counters.mm": {
+		{39, "MPS011"}, // a static counter under a shard's mutex
+		{40, "MPS011"}, // a member of a process-wide object under a shard's mutex
+		{51, "MPS011"}, // under g_traceMutex here, under g_statsMutex in countOp
+		// not: g_bytes and g_oneLock (one mutex, directly, through the only caller
+		// and m.lock()), g_neverLocked (no lock anywhere), an atomic, a lane's own
+		// counter, a local
+	},
+	"aten/src/ATen/mps/EventPool.h": nil,
+	"aten/src/ATen/mps/EventPool.mm": {
+		{8, "MPS012"},  // m_signalValue = 0 in the reset of a pooled Fence
+		{9, "MPS012"},  // m_shared.signaledValue = 0
+		{20, "MPS012"}, // fence->m_generation = 0 when the pool hands one out again
+		// not: completion time and flags, a monotonic reuse, a Timer (never pooled),
+		// the constructor
+	},
 	"aten/src/ATen/native/mps/Disabled.mm": {
 		{7, "MPS007"}, {10, "MPS007"}, {13, "MPS007"}, {16, "MPS007"}, {19, "MPS007"},
 	},

@@ -60,6 +60,12 @@ var Rules = []Rule{
 	{ID: "MPS010", Name: "wait-in-queue-block", Severity: SevError,
 		Summary: "A block dispatched onto a serial queue (a stream's) blocks: a GPU wait (waitUntilCompleted, synchronize(COMMIT_AND_WAIT)), a condition-variable or semaphore wait, a call whose definition waits, or a dispatch_sync from an asynchronous block. Everything queued there waits with it: threads sharing the stream cannot encode, and a device-wide synchronize that waits inside each stream's block puts the streams in lockstep.",
 		Fix:     "commit inside the block, take the command buffer out, and wait after dispatch_sync returns, with no queue and no lock held"},
+	{ID: "MPS011", Name: "split-lock-counter", Severity: SevError,
+		Summary: "A process-wide counter or field that is not atomic is read-modify-written (x++, x += n) under locks that are not one lock: per-stream or sharded locks, or different mutexes in different functions, do not exclude each other, so increments are lost and ids repeat.",
+		Fix:     "make it std::atomic (fetch_add), or change it under one process-wide lock everywhere"},
+	{ID: "MPS012", Name: "pooled-counter-reset", Severity: SevError,
+		Summary: "A reset, reuse or acquire path of a pooled object sets its signal or generation counter back to 0: a signal from the object's previous use can still arrive and satisfy a wait of the new one (ABA): waits skip, queries succeed early.",
+		Fix:     "keep the counter monotonic for the life of the object (a new use waits for a value above every earlier one), or return the object to the pool only once its last signal has arrived"},
 }
 
 // rulesByKey is built on first use, not at every command's start.
@@ -119,11 +125,18 @@ type candidate struct {
 	class       string
 	localStatic *Decl
 	inCtor      bool
-	where       string // for candHotLock: why the function is on the hot path
+	where       string // candHotLock: why the function is on the hot path; candPoolReset: the target
 	// fastPath (candHotLock): names tested by an earlier if that returns, in a scope
 	// enclosing the lock. One that is thread_local makes the lock a per-thread
 	// first-use path, not a per-call one.
 	fastPath []string
+	// locks (candCounter): the locks held at the mutation, an index into the file's
+	// facts.lockSets (-1: none); root (candPoolReset): the member or local the reset field
+	// is reached through ("" for the field itself), and viaLocal that it is a local or
+	// parameter (another object).
+	locks    int16
+	viaLocal bool
+	root     string
 	finding  pendingFinding
 }
 
@@ -157,6 +170,8 @@ const (
 	candContainer candKind = iota // a container mutation with no lock held
 	candNullInit                  // if (!x) x = ... with an unlocked assignment
 	candHotLock                   // a lock taken on an operator's execution path
+	candCounter                   // a read-modify-write of a variable (MPS011, judged per variable)
+	candPoolReset                 // a counter-like field set to 0 in a reset path (MPS012)
 )
 
 // facts is what one file contributes to an audit.
@@ -277,9 +292,19 @@ func (m *fileModel) extract() (fx facts) {
 			}
 			continue
 		}
-		// The rules of issue 18 (MPS010, ...) look at every identifier too.
+		// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
 		if isWaitWord(b) {
 			m.waitRules(i, f, &fx)
+		}
+		m.counterMutation(i, f, &fx)
+		if f.resetPath == 0 {
+			f.resetPath = 2
+			if resetPath(f.bare) && !f.ctor {
+				f.resetPath = 1
+			}
+		}
+		if f.resetPath == 1 {
+			m.poolReset(i, f, &fx)
 		}
 		switch string(b) {
 		case "if":
@@ -315,6 +340,7 @@ func (m *fileModel) extract() (fx facts) {
 	for fi := range m.funcs {
 		f := &m.funcs[fi]
 		m.primitiveDefinition(f, &fx)
+		m.ctorCounters(f, &fx)
 		if f.waits != 0 {
 			fx.waiters = append(fx.waiters, waiter{class: f.class, bare: f.bare, single: f.waits&waitSingle != 0,
 				onQueue: f.waits&waitOnQueue != 0})
@@ -1031,6 +1057,9 @@ type symtab struct {
 	// thread, in a container or array); derived lists each class's derived classes.
 	single, many map[string]bool
 	derived      map[string][]string
+	// pooled: classes whose objects are held in a container (MPS012).
+	pooled    map[string]bool
+	pooledIdx pooledIndex
 }
 
 // declView is the merged view of a symbol's declarations. While there is one, it points
@@ -1069,7 +1098,8 @@ type globalDecls struct {
 
 // newSymtab returns an empty table for the declarations of files files.
 func newSymtab(files int) *symtab {
-	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{},
+		pooled: map[string]bool{}}
 }
 
 // addFacts merges one file's declarations, instances and base classes. Files are added
@@ -1093,6 +1123,9 @@ func (st *symtab) addFacts(fx *facts) {
 		st.add(&fx.decls[di])
 	}
 	for _, in := range fx.instances {
+		if in.pooled {
+			st.pooled[in.class] = true
+		}
 		if in.many {
 			st.many[in.class] = true
 		} else {
@@ -1236,6 +1269,8 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			return f, true
 		}
 		return f, false
+	case candPoolReset:
+		return st.judgePoolReset(c, file)
 	case candHotLock:
 		if d == nil || !d.Mutex || d.ThreadLocal {
 			return f, false

@@ -69,6 +69,45 @@ void A::lone2() { }
 	}
 }
 
+// TestSplitLockCounterAcrossFiles: MPS011 judges a counter over every file that changes
+// it, with declarations from a header.
+func TestSplitLockCounterAcrossFiles(t *testing.T) {
+	header := `extern std::mutex g_mutex;
+extern uint64_t g_count;
+class Stream {
+  std::mutex m_mutex;
+  void bump();
+};
+`
+	twoStreams := `std::vector<Stream*> g_streams;
+void Stream::bump() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  g_count++;
+}
+`
+	global := `void bumpGlobal() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_count += 1;
+}
+`
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"a per-stream mutex (streams are many)", map[string]string{"s.h": header, "a.mm": twoStreams}, "a.mm:4 MPS011"},
+		{"one process-wide mutex", map[string]string{"s.h": header, "b.mm": global, "c.mm": global}, ""},
+		{"a per-stream mutex here, the global one there", map[string]string{"s.h": header, "a.mm": twoStreams, "b.mm": global}, "a.mm:4 MPS011"},
+		{"atomic", map[string]string{"s.h": strings.Replace(header, "extern uint64_t", "extern std::atomic<uint64_t>", 1), "a.mm": twoStreams}, ""},
+		{"the stream is one per process", map[string]string{"s.h": header, "a.mm": strings.Replace(twoStreams, "std::vector<Stream*> g_streams;", "static Stream g_stream;", 1)}, ""},
+	}
+	for _, tt := range tests {
+		if have := findingsOf(tt.files, "MPS011"); have != tt.want {
+			t.Errorf("%s: have %q, want %q", tt.name, have, tt.want)
+		}
+	}
+}
+
 // TestWaitAcrossFiles: whether a call blocks (MPS010, MPS009) comes from its definition
 // in any audited file; MPS009 wants a wait outside a loop (a method that waits for one
 // stream), MPS010 any wait of the callee's own code.
