@@ -127,6 +127,15 @@ var wantFindings = map[string][]site{
 		// not: completion time and flags, a monotonic reuse, a Timer (never pooled),
 		// the constructor
 	},
+	"aten/src/ATen/mps/Encoders.mm": {
+		{7, "MPS004"},  // commandEncoder() with no lock, off the queue
+		{7, "MPS013"},  // ... fetched before the dispatch_sync that uses it
+		{15, "MPS013"}, // a command buffer assigned, then committed in dispatch_async
+		{22, "MPS013"}, // [stream->commandBuffer() blitCommandEncoder], reported once
+		{29, "MPS013"}, // returned off the queue, no caller on a queue
+		// not: fetched in the block; used off any block; returned by a helper whose
+		// only caller runs in a dispatch_sync block
+	},
 	"aten/src/ATen/native/mps/Disabled.mm": {
 		{7, "MPS007"}, {10, "MPS007"}, {13, "MPS007"}, {16, "MPS007"}, {19, "MPS007"},
 	},

@@ -66,6 +66,9 @@ var Rules = []Rule{
 	{ID: "MPS012", Name: "pooled-counter-reset", Severity: SevError,
 		Summary: "A reset, reuse or acquire path of a pooled object sets its signal or generation counter back to 0: a signal from the object's previous use can still arrive and satisfy a wait of the new one (ABA): waits skip, queries succeed early.",
 		Fix:     "keep the counter monotonic for the life of the object (a new use waits for a value above every earlier one), or return the object to the pool only once its last signal has arrived"},
+	{ID: "MPS013", Name: "encoder-fetched-off-queue", Severity: SevError,
+		Summary: "A command buffer or encoder (commandBuffer(), commandEncoder(), [cb computeCommandEncoder]) is fetched outside the dispatch block that uses it, or returned to a caller off the queue: another thread's commit or synchronize on the stream can end the encoder or commit the buffer in between.",
+		Fix:     "fetch it inside the dispatch_sync block on the stream's queue, where it is used"},
 }
 
 // rulesByKey is built on first use, not at every command's start.
@@ -295,6 +298,9 @@ func (m *fileModel) extract() (fx facts) {
 		// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
 		if isWaitWord(b) {
 			m.waitRules(i, f, &fx)
+		}
+		if isFetchName(b) {
+			m.fetchOffQueue(i, f, &fx)
 		}
 		m.counterMutation(i, f, &fx)
 		if f.resetPath == 0 {

@@ -140,6 +140,20 @@ void Hooks::deviceSynchronize() {
 	}
 }
 
+// TestFetchReturnedExcusedByCallers: a helper that returns the stream's command buffer
+// is fine when every caller runs it on the queue, and a finding as soon as one does not.
+func TestFetchReturnedExcusedByCallers(t *testing.T) {
+	helper := "id<MTLCommandBuffer> currentBuffer(Stream* s) {\n  return s->commandBuffer();\n}\n"
+	onQueue := "void a(Stream* s) {\n  dispatch_sync(s->queue(), ^{ [currentBuffer(s) enqueue]; });\n}\n"
+	offQueue := "void b(Stream* s) {\n  [currentBuffer(s) enqueue];\n}\n"
+	if have := findingsOf(map[string]string{"h.mm": helper, "a.mm": onQueue}, "MPS013"); have != "" {
+		t.Errorf("every caller on the queue: have %q, want none", have)
+	}
+	if have := findingsOf(map[string]string{"h.mm": helper, "a.mm": onQueue, "b.mm": offQueue}, "MPS013"); have != "h.mm:2 MPS013" {
+		t.Errorf("one caller off the queue: have %q, want h.mm:2 MPS013", have)
+	}
+}
+
 // TestAtomicDeclarationsKeepVerdicts: atomics became declarations (for MPS011); the
 // rules that did not see them before judge them as before.
 func TestAtomicDeclarationsKeepVerdicts(t *testing.T) {
