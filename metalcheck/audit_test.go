@@ -142,6 +142,13 @@ var wantFindings = map[string][]site{
 	"aten/src/ATen/native/mps/Graph.mm": {
 		{9, "MPS006"}, // g_graph_mutex.lock() in runMPSGraph
 	},
+	"aten/src/ATen/native/mps/Kernels.mm": {
+		{10, "MPS006"}, // TORCH_IMPL_FUNC(logit_backward_out), outside operations/
+		{14, "MPS006"}, // exp_kernel_mps
+		{18, "MPS006"}, // _mps_linear
+		{23, "MPS006"}, // cumsum_kernel, m.lock()
+		// not: mpsKernelStats, build_graph_once, a local mutex in abs_out_mps
+	},
 	"aten/src/ATen/native/mps/operations/Encode.mm": {
 		{17, "MPS006"}, // lock_guard on a static mutex in an operator
 		{33, "MPS006"}, // shared_lock on a function-local static shared_mutex

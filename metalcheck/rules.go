@@ -359,7 +359,7 @@ func (m *fileModel) extract() (fx facts) {
 			continue
 		}
 		f := &m.funcs[sc.fn]
-		if !hot && !hotPathFunction(f.bare) && !allocatorPath(f) {
+		if len(sc.locks) == 0 || !hot && !hotPathFunction(f.bare) && !allocatorPath(f) && !operatorEntry(f) {
 			continue
 		}
 		for _, ev := range sc.locks {
@@ -368,8 +368,11 @@ func (m *fileModel) extract() (fx facts) {
 			}
 			fd := m.pending(ev.at, "MPS006")
 			where := f.name
-			if hot {
+			switch {
+			case hot:
 				where = "an operator in native/mps/operations/"
+			case operatorEntry(f) && !hotPathFunction(f.bare) && !allocatorPath(f):
+				where = "operator entry " + f.name
 			}
 			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, where: where, finding: fd}
 			c.fastPath = m.fastPathNames(int32(si), ev.at, f)
@@ -587,6 +590,27 @@ func hotPathFunction(name string) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// operatorEntry reports whether f is an operator or kernel entry point, wherever it is
+// defined: a structured kernel (TORCH_IMPL_FUNC(name)), or a name whose snake_case parts
+// include "mps" or "kernel", as PyTorch names its MPS operators and dispatch-stub kernels
+// (add_out_mps, _mps_linear, lshift_kernel_mps, cumsum_kernel).
+func operatorEntry(f *function) bool {
+	if f.entryMacro {
+		return true
+	}
+	for rest := f.bare; rest != ""; {
+		part, after, found := strings.Cut(rest, "_")
+		if part == "mps" || part == "kernel" {
+			return f.bare != part // a part, not the whole name
+		}
+		if !found {
+			break
+		}
+		rest = after
 	}
 	return false
 }
