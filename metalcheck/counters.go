@@ -35,29 +35,49 @@ func (m *fileModel) refStart(i int32) int32 {
 	return i
 }
 
+// maybeCounter reports whether the name at i is read-modify-written: followed by ++, --
+// or a compound assignment, or preceded by ++ or -- (++x, ++this->x, ++C::x). It is asked
+// of every name in a function, so the usual answer costs a look at the tokens around.
+func (m *fileModel) maybeCounter(i int32) bool {
+	if int(i)+1 < len(m.code) {
+		if n := &m.code[i+1]; n.Kind == Punct && n.End-n.Off >= 2 {
+			last := m.src[n.End-1]
+			if last == '=' && n.first != '=' && n.first != '!' || last == n.first && (last == '+' || last == '-') {
+				if m.is(i+1, "++") || m.is(i+1, "--") || isCompoundAssign(m.tb(i+1)) {
+					return true
+				}
+			}
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	p := &m.code[i-1]
+	if p.Kind != Punct || p.End-p.Off != 2 {
+		return false
+	}
+	switch p.first {
+	case '+', '-':
+		if m.src[p.Off+1] == p.first {
+			return true // ++x, --x
+		}
+		if !m.is(i-2, "this") && !m.is(i-2, "self") {
+			return false // a->x
+		}
+	case ':':
+	default:
+		return false
+	}
+	r := m.refStart(i)
+	return m.is(r-1, "++") || m.is(r-1, "--")
+}
+
 // counterMutation (MPS011): x++, ++x, x--, x += n and the other compound assignments of
 // a variable that is not a local or parameter (x, this->x, C::x; not obj.x), with the
-// locks held there. Whether x is process-wide, atomic, and guarded by one lock at every
-// such place is judged over every file (judgeCounters).
+// locks held there (maybeCounter said it is one). Whether x is process-wide, atomic, and
+// guarded by one lock at every such place is judged over every file (judgeCounters).
 func (m *fileModel) counterMutation(i int32, f *function, fx *facts) {
-	if !m.isIdent(i) || int(i)+1 >= len(m.code) {
-		return
-	}
-	if next := &m.code[i+1]; next.Kind != Punct || next.End-next.Off < 2 ||
-		!(m.is(i+1, "++") || m.is(i+1, "--") || isCompoundAssign(m.tb(i+1))) {
-		// Not x++ nor x op= n: ++x, ++this->x, ++C::x?
-		if i == 0 {
-			return
-		}
-		if p := &m.code[i-1]; p.Kind != Punct || p.End-p.Off != 2 || p.first != '+' && p.first != '-' && p.first != ':' {
-			return // not ++x, --x, ->x or ::x
-		}
-		r := m.refStart(i)
-		if !m.is(r-1, "++") && !m.is(r-1, "--") {
-			return
-		}
-	}
-	if m.is(i, "operator") || m.is(i, "this") || m.is(i, "self") {
+	if !m.isIdent(i) || m.is(i, "operator") || m.is(i, "this") || m.is(i, "self") {
 		return
 	}
 	qual, ok := m.rootRef(i)
@@ -93,7 +113,7 @@ func (m *fileModel) ctorCounters(f *function, fx *facts) {
 		return
 	}
 	for k := colon + 1; k < f.open; k++ {
-		if m.isIdent(k) {
+		if m.isIdent(k) && m.maybeCounter(k) {
 			m.counterMutation(k, f, fx)
 		}
 	}

@@ -302,7 +302,9 @@ func (m *fileModel) extract() (fx facts) {
 		if isFetchName(b) {
 			m.fetchOffQueue(i, f, &fx)
 		}
-		m.counterMutation(i, f, &fx)
+		if m.maybeCounter(i) {
+			m.counterMutation(i, f, &fx)
+		}
 		if f.resetPath == 0 {
 			f.resetPath = 2
 			if resetPath(f.bare) && !f.ctor {
