@@ -44,8 +44,25 @@ type scope struct {
 	// lambda passed to dispatch_sync(q, ...) or std::call_once(flag, ...).
 	region     string
 	regionKind string
-	locks      []lockEvent
+	// regionVia: the region's lock or queue is reached through another object
+	// (stream->queue(), @synchronized(obj.lock)): one per object, not one per process.
+	regionVia bool
+	// dispatch says the scope is a block or lambda dispatched onto a serial queue
+	// (dispatch_sync, dispatch_async, ...; not a global or the main queue), and queue
+	// names that queue: its body runs on the queue, not where it is written.
+	dispatch dispatchKind
+	queue    string
+	locks    []lockEvent
 }
+
+// dispatchKind says how a block runs on the queue it is dispatched onto.
+type dispatchKind uint8
+
+const (
+	notDispatched dispatchKind = iota
+	dispatchedSync
+	dispatchedAsync
+)
 
 // lockEvent is a lock taken (or released) by a statement; it holds after pos until the end
 // of its scope or a matching release.
@@ -56,6 +73,9 @@ type lockEvent struct {
 	qual    string // its qualifier when written C::m
 	guard   string // guard variable (lock_guard<..> guard(m)), "" for m.lock()
 	release bool
+	// via: the mutex is reached through another object or an element (pools[i].mutex,
+	// shard->mutex): one mutex per object, whatever its name.
+	via bool
 }
 
 type function struct {
@@ -67,12 +87,21 @@ type function struct {
 	close     int32
 	scope     int32
 	ctor      bool
-	locals    map[string]bool
-	statics   map[string]*Decl
-	callerIdx int32 // 1 + its index in facts.callers once it makes a call; 0 before
+	// entryMacro: defined by TORCH_IMPL_FUNC(name)(...) or a macro like it, the way
+	// structured operator kernels are.
+	entryMacro bool
+	locals     map[string]bool
+	statics    map[string]*Decl
+	callerIdx  int32 // 1 + its index in facts.callers once it makes a call; 0 before
 	// localScans counts the questions about locals answered by a scan (isLocal).
 	localScans int32
 	classIdx   int32 // 1 + the index of class in facts.names once a call needs it; 0 before
+	// waits records that the function's own code blocks (waitAny), outside any loop
+	// (waitSingle): see blockingWait.
+	waits uint8
+	// resetPath and deviceWide cache resetPath(bare) (MPS012) and deviceWideSync(bare)
+	// (MPS009): 0 not asked yet, 1 yes, 2 no.
+	resetPath, deviceWide uint8
 }
 
 // Decl is a variable declaration the audit knows about: a global, a static or non-static
@@ -89,6 +118,7 @@ type Decl struct {
 	Const       bool
 	Container   bool
 	Mutex       bool
+	Atomic      bool // std::atomic<T>, std::atomic_int, ...
 }
 
 func (d *Decl) qualified() string {
@@ -113,9 +143,17 @@ type fileModel struct {
 	bases      []classBase
 	names      map[string]string // interned names (callees, classes of instances)
 	nameTab    nameTable         // index of a name in facts.names
-	objcClass  string            // the @implementation being built, while build runs
-	lines      lineCursor        // line and column of the tokens findings and declarations point at
-	arena      *arena            // the worker's buffers
+	lockSetIdx map[string]int16  // index of a lock set in facts.lockSets
+	// lastLockSet caches lockSetAt's answer for a scope and the number of lock events
+	// before the token in its scopes: the calls of one block share one set.
+	lastLockSet struct {
+		scope, events int32
+		set           int16
+		ok            bool
+	}
+	objcClass string     // the @implementation being built, while build runs
+	lines     lineCursor // line and column of the tokens findings and declarations point at
+	arena     *arena     // the worker's buffers
 }
 
 // instance records that a declaration holds objects of a class: one process-wide object
@@ -124,6 +162,9 @@ type fileModel struct {
 type instance struct {
 	class string
 	many  bool
+	// pooled: held in a container (a free list, a pool), so that one object is handed
+	// out, returned and handed out again.
+	pooled bool
 }
 
 // classBase records "class Derived : public Base": a process-wide Derived object is also a
@@ -202,9 +243,11 @@ type arena struct {
 	src            []byte
 	// Facts are gathered here and copied out at their final size by extract, so that
 	// the slices regrown for each file are the worker's, not garbage per file.
-	cands   []candidate
-	calls   []callSite
-	callers []caller
+	cands    []candidate
+	calls    []callSite
+	callers  []caller
+	deferred []deferredCall
+	stmts    []byte
 }
 
 func (a *arena) analyze(path string, src []byte) *fileModel {
@@ -368,6 +411,75 @@ func isRegionCallee(b []byte) bool {
 	return false
 }
 
+// dispatchQueueArg says which argument of a GCD dispatch call names the queue its block
+// runs on (0 for the first), and whether the call waits for the block; -1 for other calls.
+func dispatchQueueArg(b []byte) (int, dispatchKind) {
+	switch string(b) {
+	case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
+		return 0, dispatchedSync
+	case "dispatch_async_and_wait":
+		return 0, dispatchedSync
+	case "dispatch_async", "dispatch_barrier_async":
+		return 0, dispatchedAsync
+	case "dispatch_after", "dispatch_group_async", "dispatch_group_notify":
+		return 1, dispatchedAsync
+	}
+	return -1, notDispatched
+}
+
+// dispatchTarget marks sc, the block or lambda opening at brace as an argument of the
+// call whose parenthesis is at paren, as dispatched onto a serial queue when the call is
+// a GCD dispatch whose queue is neither a global (concurrent) queue nor the main queue.
+func (m *fileModel) dispatchTarget(sc *scope, paren, brace int32) {
+	arg, kind := dispatchQueueArg(m.tb(paren - 1))
+	if kind == notDispatched {
+		return
+	}
+	s := paren + 1
+	for ; arg > 0; arg-- {
+		s = m.topLevelComma(s, brace) + 1
+	}
+	e := m.topLevelComma(s, brace)
+	if s >= e || e >= brace {
+		return // the block is the queue argument, or there is none
+	}
+	if m.hasToken(s, e, "dispatch_get_global_queue") || m.hasToken(s, e, "dispatch_get_main_queue") {
+		return
+	}
+	sc.dispatch, sc.queue = kind, m.exprText(s, e)
+}
+
+// exprText is the text of a short expression [s, e) for a message (stream->queue(),
+// _serialQueue): its tokens without spaces, but between two names; the last name when
+// it is longer than a dozen tokens.
+func (m *fileModel) exprText(s, e int32) string {
+	if e-s > 12 {
+		return m.lastName(s, e)
+	}
+	var sb strings.Builder
+	for k := s; k < e; k++ {
+		if k > s && (m.isIdent(k) || m.code[k].Kind == Number) && (m.isIdent(k-1) || m.code[k-1].Kind == Number) {
+			sb.WriteByte(' ')
+		}
+		sb.Write(m.tb(k))
+	}
+	return sb.String()
+}
+
+// throughObject reports whether the expression [s, e) reaches its last name through
+// another object: a.b, p->b, a[i].b, q->queue() (not this-> or self->).
+func (m *fileModel) throughObject(s, e int32) bool {
+	for j := s; j < e; j++ {
+		if m.is(j, ".") || m.is(j, "->") || m.is(j, "[") {
+			if m.is(j-1, "this") || m.is(j-1, "self") {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // openScope classifies the '{' at i whose statement started at stmt.
 func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 	parent := &m.scopes[cur]
@@ -410,6 +522,10 @@ func (m *fileModel) openScope(i, stmt, cur, innerParen int32) int32 {
 				sc.region = callee
 			}
 			sc.regionKind = callee
+			sc.regionVia = m.throughObject(innerParen+1, end)
+		}
+		if m.isIdent(innerParen - 1) {
+			m.dispatchTarget(&sc, innerParen, i)
 		}
 	}
 	idx := int32(len(m.scopes))
@@ -923,6 +1039,7 @@ func (m *fileModel) newFunction(stmt, head, i, cur int32) function {
 		if close := m.match[j]; close > j && m.is(close+1, "(") && m.isIdent(nameAt) && isUpper(m.tb(nameAt)) {
 			f.bare = m.lastIdent(j+1, close)
 			f.name = f.bare
+			f.entryMacro = true
 			break
 		}
 		switch {
@@ -1118,8 +1235,10 @@ scan:
 		t := m.tb(j)
 		if m.code[j].Kind == Ident {
 			switch string(t) {
-			case "atomic", "operator":
+			case "operator":
 				return
+			case "atomic":
+				d.Atomic = true
 			case "thread_local":
 				d.ThreadLocal = true
 			case "static":
@@ -1129,6 +1248,8 @@ scan:
 					d.Container = true
 				} else if isMutexType(t) {
 					d.Mutex = true
+				} else if bytes.HasPrefix(t, []byte("atomic_")) {
+					d.Atomic = true // std::atomic_int, std::atomic_uint64_t
 				}
 			}
 		}
@@ -1153,7 +1274,11 @@ scan:
 		d.Static = true // namespace scope or function-local static: one per process
 	}
 	d.Local = fn >= 0
-	m.recordInstances(&d, typeStart, qualStart, m.is(stop, "["))
+	if !d.Atomic {
+		// (An atomic pointer to an object is not recorded as an instance of its class:
+		// the rules that ask, MPS006's, were written before atomics were declarations.)
+		m.recordInstances(&d, typeStart, qualStart, m.is(stop, "["))
+	}
 	d.Line, d.Col = m.lines.pos(m.src, int(m.code[nameAt].Off))
 	if fn >= 0 {
 		f := &m.funcs[fn]
@@ -1195,6 +1320,7 @@ func (m *fileModel) recordInstances(d *Decl, s, e int32, array bool) {
 	if !many && !d.Static {
 		return
 	}
+	pooled := d.Container
 	for j := s; j < e; j++ {
 		if !m.isIdent(j) || m.is(j+1, "::") {
 			continue
@@ -1206,7 +1332,7 @@ func (m *fileModel) recordInstances(d *Decl, s, e int32, array bool) {
 		if b[0] < 'A' || b[0] > 'Z' {
 			continue // std, unique_ptr, const, ...: PyTorch's classes are capitalised
 		}
-		m.instances = append(m.instances, instance{class: m.intern(b), many: many})
+		m.instances = append(m.instances, instance{class: m.intern(b), many: many, pooled: pooled})
 	}
 }
 
@@ -1230,7 +1356,8 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 				return nil, false
 			}
 			name := m.text(e - 5)
-			return []lockEvent{{pos: e, at: e - 5, name: name, release: strings.HasPrefix(op, "un")}}, true
+			via := (m.is(e-6, ".") || m.is(e-6, "->")) && !m.is(e-7, "this") && !m.is(e-7, "self") || m.is(e-6, "]")
+			return []lockEvent{{pos: e, at: e - 5, name: name, release: strings.HasPrefix(op, "un"), via: via}}, true
 		}
 	}
 	j := s
@@ -1280,6 +1407,7 @@ func (m *fileModel) lockStatement(s, e int32) ([]lockEvent, bool) {
 					}
 				}
 			}
+			ev.via = m.throughObject(a, ev.at)
 			evs = append(evs, ev)
 		}
 		a = b + 1

@@ -83,15 +83,17 @@ class Lib {
   void method();
  private:
   std::mutex m_;
+  std::atomic<uint64_t> m_count{0};
 };
 Lib* Lib::_instance = nullptr;
+static std::atomic_int g_hits;
 void g() { static std::mutex s_m; static thread_local std::vector<int> t_v; }
 `
 	m := analyze("x.mm", []byte(src))
 	var have []string
 	for _, d := range m.decls {
-		have = append(have, fmt.Sprintf("%s static=%v member=%v tl=%v const=%v container=%v mutex=%v",
-			d.qualified(), d.Static, d.Member, d.ThreadLocal, d.Const, d.Container, d.Mutex))
+		have = append(have, fmt.Sprintf("%s static=%v member=%v tl=%v const=%v container=%v mutex=%v atomic=%v",
+			d.qualified(), d.Static, d.Member, d.ThreadLocal, d.Const, d.Container, d.Mutex, d.Atomic))
 	}
 	for _, f := range m.funcs {
 		for _, name := range []string{"s_m", "t_v"} {
@@ -101,16 +103,18 @@ void g() { static std::mutex s_m; static thread_local std::vector<int> t_v; }
 		}
 	}
 	want := []string{
-		"g_map static=true member=false tl=false const=false container=true mutex=false",
-		"t_cache static=true member=false tl=true const=false container=false mutex=false",
-		"kTable static=true member=false tl=false const=true container=true mutex=false",
-		"g_mutex static=true member=false tl=false const=false container=false mutex=true",
-		"g_rmutex static=true member=false tl=false const=false container=false mutex=true",
-		"Lib::_instance static=true member=false tl=false const=false container=false mutex=false",
-		"Lib::libMap static=false member=true tl=false const=false container=true mutex=false",
-		"Lib::dict static=false member=true tl=false const=false container=true mutex=false",
-		"Lib::m_ static=false member=true tl=false const=false container=false mutex=true",
-		"Lib::_instance static=true member=false tl=false const=false container=false mutex=false",
+		"g_map static=true member=false tl=false const=false container=true mutex=false atomic=false",
+		"t_cache static=true member=false tl=true const=false container=false mutex=false atomic=false",
+		"kTable static=true member=false tl=false const=true container=true mutex=false atomic=false",
+		"g_mutex static=true member=false tl=false const=false container=false mutex=true atomic=false",
+		"g_rmutex static=true member=false tl=false const=false container=false mutex=true atomic=false",
+		"Lib::_instance static=true member=false tl=false const=false container=false mutex=false atomic=false",
+		"Lib::libMap static=false member=true tl=false const=false container=true mutex=false atomic=false",
+		"Lib::dict static=false member=true tl=false const=false container=true mutex=false atomic=false",
+		"Lib::m_ static=false member=true tl=false const=false container=false mutex=true atomic=false",
+		"Lib::m_count static=false member=true tl=false const=false container=false mutex=false atomic=true",
+		"Lib::_instance static=true member=false tl=false const=false container=false mutex=false atomic=false",
+		"g_hits static=true member=false tl=false const=false container=false mutex=false atomic=true",
 		"g.s_m local tl=false container=false mutex=true",
 		"g.t_v local tl=true container=true mutex=false",
 	}
@@ -198,5 +202,87 @@ func TestIsLocalMatchesLocalNames(t *testing.T) {
 	}
 	if checked < 1000 || locals < 50 {
 		t.Fatalf("checked %d names, %d locals: the fixtures should give more", checked, locals)
+	}
+}
+
+// TestDispatchTargets: blocks and lambdas dispatched onto a serial queue know the queue
+// and whether the call waits for them; global and main queues, and blocks passed to
+// anything else, are not dispatched.
+func TestDispatchTargets(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"void f() { dispatch_sync(_serialQueue, ^() { }); }", "sync _serialQueue"},
+		{"void f() { dispatch_sync_with_rethrow(stream->queue(), ^{ }); }", "sync stream->queue()"},
+		{"void f() { dispatch_async(getCurrentMPSStream()->queue(), ^{ }); }", "async getCurrentMPSStream()->queue()"},
+		{"void f() { dispatch_after(when, q, ^{ }); }", "async q"},
+		{"void f() { dispatch_async(dispatch_get_global_queue(0, 0), ^{ }); }", "-"},
+		{"void f() { dispatch_async(dispatch_get_main_queue(), ^{ }); }", "-"},
+		{"void f() { [cb addCompletedHandler:^(id<MTLCommandBuffer> b) { }]; }", "-"},
+		{"void f() { run(q, ^{ }); }", "-"},
+		{"void f() { std::call_once(flag, [&] { }); }", "-"},
+	}
+	for _, tt := range tests {
+		m := analyze("x.mm", []byte(tt.src))
+		var have []string
+		for _, sc := range m.scopes {
+			if sc.kind != scBlock && sc.kind != scLambda {
+				continue
+			}
+			switch sc.dispatch {
+			case dispatchedSync:
+				have = append(have, "sync "+sc.queue)
+			case dispatchedAsync:
+				have = append(have, "async "+sc.queue)
+			default:
+				have = append(have, "-")
+			}
+		}
+		if got := strings.Join(have, ", "); got != tt.want {
+			t.Errorf("%s: have %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestHeldRefs: the locks held at a point, named as written, with the ones reached
+// through another object (an element, a member of another object, a stream's queue)
+// told apart: they are one per object.
+func TestHeldRefs(t *testing.T) {
+	src := `void Pool::f(Shard& shard) {
+  std::lock_guard<std::mutex> a(m_pools[i].mutex);
+  A;
+  {
+    std::lock_guard<std::mutex> b(shard.mutex);
+    std::scoped_lock c(Lib::s_mutex, this->m_own);
+    B;
+  }
+  held->mutex.lock();
+  C;
+  held->mutex.unlock();
+  dispatch_sync(stream->queue(), ^{ D; });
+  dispatch_sync(_serialQueue, ^{ E; });
+}
+`
+	m := analyze("x.mm", []byte(src))
+	want := map[string]string{
+		"A": "mutex of another object (a per-object or sharded lock)",
+		"B": "mutex of another object (a per-object or sharded lock), mutex of another object (a per-object or sharded lock), Lib::s_mutex, m_own",
+		"C": "mutex of another object (a per-object or sharded lock), mutex of another object (a per-object or sharded lock)",
+		"D": "queue of another object (a per-object or sharded lock), mutex of another object (a per-object or sharded lock)",
+		"E": "_serialQueue, mutex of another object (a per-object or sharded lock)",
+	}
+	for i := range m.code {
+		w, ok := want[m.text(int32(i))]
+		if !ok {
+			continue
+		}
+		var have []string
+		for _, r := range m.heldRefs(int32(i), "Pool") {
+			if r.class != "Pool" {
+				t.Errorf("%s: lock %s has class %q, want Pool", m.text(int32(i)), r, r.class)
+			}
+			have = append(have, r.String())
+		}
+		if got := strings.Join(have, ", "); got != w {
+			t.Errorf("locks at %s:\nhave %s\nwant %s", m.text(int32(i)), got, w)
+		}
 	}
 }

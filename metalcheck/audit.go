@@ -158,6 +158,14 @@ func judgeAll(all []facts, st *symtab) []Finding {
 			keep(f)
 		}
 	}
+	// Rules judged over every file at once: a counter's places and locks (MPS011), and
+	// calls whose callee blocks (MPS010, MPS009).
+	for _, f := range judgeCounters(all, st, cg) {
+		keep(f)
+	}
+	for _, f := range judgeDeferred(all) {
+		keep(f)
+	}
 	sortFindings(out)
 	out = dedupe(out)
 	fingerprint(out)

@@ -80,21 +80,74 @@ var wantFindings = map[string][]site{
 		{22, "MPS008"}, // dispatch_sync with a unique_lock held
 		{29, "MPS008"}, // dispatch_sync onto another queue from a dispatch_sync block
 		{37, "MPS008"}, // synchronize(COMMIT_AND_WAIT) under scoped_lock
-		// not: unlock before the wait, the lock's scope ended, waits on the queue,
-		// a deferred unique_lock never locked
+		{62, "MPS010"}, // waits on the queue: no lock held (not MPS008), but MPS010
+		// not: unlock before the wait, the lock's scope ended, a deferred unique_lock
+		// never locked
 	},
 	"aten/src/ATen/mps/DeviceSync.mm": {
 		{7, "MPS009"},  // deviceSynchronize: the current stream only
 		{13, "MPS009"}, // synchronizeDevice: the default stream, on its queue
+		{13, "MPS010"}, // ... waiting inside that stream's block
 		{18, "MPS009"}, // elapsedTime: one member stream
 		{23, "MPS009"}, // emptyCache: the default stream
-		// not: a loop over every stream; a per-stream commit
+		{53, "MPS009"}, // flushAndWait(): named so
+		{57, "MPS009"}, // drain(): its definition waits outside a loop
+		// not: commit on each queue then wait outside (a loop over every stream); a
+		// per-stream commit; finishEach (waits in a loop), a pool's waitAll, a
+		// COMMIT-only call, a device-wide helper
+	},
+	"aten/src/ATen/mps/QueueWait.mm": {
+		{41, "MPS010"}, // synchronize dispatches itself onto its queue and waits there
+		{54, "MPS010"}, // waitUntilCompleted in a dispatch_sync block
+		{57, "MPS010"}, // finishWork(), whose own code waits
+		{61, "MPS010"}, // condition-variable wait in a dispatch_async block
+		{64, "MPS010"}, // semaphore wait
+		{65, "MPS010"}, // dispatch_sync onto another queue from an async block
+		{76, "MPS010"}, // issue 18's lockstep: every stream waited for in its own block
+		// not: commit in the block and wait after it, synchronize(SyncType::COMMIT),
+		// flushOnly (waits only in a completion handler), a completion handler's
+		// wait, a global queue
+	},
+	"aten/src/ATen/mps/Counters.h": {
+		{13, "MPS011"}, // ++s_nextId in a constructor reached only under a lane's mutex
+	},
+	"aten/src/ATen/mps/Counters.mm": {
+		{39, "MPS011"}, // a static counter under a shard's mutex
+		{40, "MPS011"}, // a member of a process-wide object under a shard's mutex
+		{51, "MPS011"}, // under g_traceMutex here, under g_statsMutex in countOp
+		// not: g_bytes and g_oneLock (one mutex, directly, through the only caller
+		// and m.lock()), g_neverLocked (no lock anywhere), an atomic, a lane's own
+		// counter, a local
+	},
+	"aten/src/ATen/mps/EventPool.h": nil,
+	"aten/src/ATen/mps/EventPool.mm": {
+		{8, "MPS012"},  // m_signalValue = 0 in the reset of a pooled Fence
+		{9, "MPS012"},  // m_shared.signaledValue = 0
+		{20, "MPS012"}, // fence->m_generation = 0 when the pool hands one out again
+		// not: completion time and flags, a monotonic reuse, a Timer (never pooled),
+		// the constructor
+	},
+	"aten/src/ATen/mps/Encoders.mm": {
+		{7, "MPS004"},  // commandEncoder() with no lock, off the queue
+		{7, "MPS013"},  // ... fetched before the dispatch_sync that uses it
+		{15, "MPS013"}, // a command buffer assigned, then committed in dispatch_async
+		{22, "MPS013"}, // [stream->commandBuffer() blitCommandEncoder], reported once
+		{29, "MPS013"}, // returned off the queue, no caller on a queue
+		// not: fetched in the block; used off any block; returned by a helper whose
+		// only caller runs in a dispatch_sync block
 	},
 	"aten/src/ATen/native/mps/Disabled.mm": {
 		{7, "MPS007"}, {10, "MPS007"}, {13, "MPS007"}, {16, "MPS007"}, {19, "MPS007"},
 	},
 	"aten/src/ATen/native/mps/Graph.mm": {
 		{9, "MPS006"}, // g_graph_mutex.lock() in runMPSGraph
+	},
+	"aten/src/ATen/native/mps/Kernels.mm": {
+		{10, "MPS006"}, // TORCH_IMPL_FUNC(logit_backward_out), outside operations/
+		{14, "MPS006"}, // exp_kernel_mps
+		{18, "MPS006"}, // _mps_linear
+		{23, "MPS006"}, // cumsum_kernel, m.lock()
+		// not: mpsKernelStats, build_graph_once, a local mutex in abs_out_mps
 	},
 	"aten/src/ATen/native/mps/operations/Encode.mm": {
 		{17, "MPS006"}, // lock_guard on a static mutex in an operator

@@ -11,6 +11,8 @@ type callers struct {
 	all   []facts
 	sites map[string][]callerSite // by bare name, filled on demand
 	memo  map[callerQuery]bool
+	// lockMemo: the locks every caller of a function holds (heldByCallers).
+	lockMemo map[callerQuery]lockMemo
 	// selfLocked: for each command-buffer primitive defined in the audited files, whether
 	// every definition takes the lock itself.
 	selfLocked map[string]bool
@@ -22,6 +24,7 @@ type callerSite struct {
 	external, locked bool
 	inCtor           bool
 	from             caller
+	locks            []lockRef // the locks held at the call (shared, not to be changed)
 }
 
 type callerQuery struct {
@@ -30,7 +33,8 @@ type callerQuery struct {
 }
 
 func newCallers(all []facts) *callers {
-	c := &callers{all: all, sites: map[string][]callerSite{}, memo: map[callerQuery]bool{}, selfLocked: map[string]bool{}}
+	c := &callers{all: all, sites: map[string][]callerSite{}, memo: map[callerQuery]bool{}, selfLocked: map[string]bool{},
+		lockMemo: map[callerQuery]lockMemo{}}
 	for fi := range all {
 		for _, p := range all[fi].primitives {
 			if v, seen := c.selfLocked[p.bare]; !seen || v {
@@ -63,7 +67,11 @@ func (c *callers) sitesOf(bare string) []callerSite {
 			if cs.bare != k {
 				continue
 			}
-			s := callerSite{external: cs.external, locked: cs.locked, inCtor: cs.inCtor, from: fx.callers[cs.caller]}
+			s := callerSite{external: cs.has(callExternal), locked: cs.has(callLocked), inCtor: cs.has(callInCtor),
+				from: fx.callers[cs.caller]}
+			if cs.locks >= 0 {
+				s.locks = fx.lockSets[cs.locks]
+			}
 			if cs.class >= 0 {
 				s.class = fx.names[cs.class]
 			}
@@ -87,6 +95,10 @@ func (c *callers) excused(f *Finding) bool {
 	case "MPS004":
 		if c.selfLocked[f.callee] {
 			return true // the primitive takes the stream's lock itself
+		}
+	case "MPS013":
+		if f.callee != "return" {
+			return false // used in a dispatch block of the same function: no caller helps
 		}
 	case "MPS001", "MPS002", "MPS003":
 	default:

@@ -55,8 +55,20 @@ var Rules = []Rule{
 		Summary: "A lock (lock_guard, unique_lock, scoped_lock, m.lock(), @synchronized) is held across a GPU wait (waitUntilCompleted, commitAndWait, synchronize(COMMIT_AND_WAIT)) or across a dispatch_sync onto a queue: completion handlers and the queue's work that take the same lock deadlock with it.",
 		Fix:     "release the lock before waiting (copy what the wait needs, unlock, wait, relock), or wait outside the locked scope; keep one lock order and document it"},
 	{ID: "MPS009", Name: "single-stream-device-sync", Severity: SevError,
-		Summary: "A device-wide synchronisation (deviceSynchronize, synchronizeDevice, torch.mps.synchronize, emptyCache, elapsedTime) waits for one stream only: with a stream per thread, work other threads queued is not waited for.",
-		Fix:     "wait for every stream, each on its own queue (loop over the stream pool and synchronize each one); leave per-stream waits to streams and events"},
+		Summary: "A device-wide synchronisation (deviceSynchronize, synchronizeDevice, torch.mps.synchronize, emptyCache, elapsedTime) waits for one stream only, whatever the waiting method is called: with a stream per thread, work other threads queued is not waited for.",
+		Fix:     "wait for every stream: commit each one on its own queue, collect the committed command buffers, and wait for them outside every queue and lock (a loop over the stream pool); leave per-stream waits to streams and events"},
+	{ID: "MPS010", Name: "wait-in-queue-block", Severity: SevError,
+		Summary: "A block dispatched onto a serial queue (a stream's) blocks: a GPU wait (waitUntilCompleted, synchronize(COMMIT_AND_WAIT)), a condition-variable or semaphore wait, a call whose definition waits, or a dispatch_sync from an asynchronous block. Everything queued there waits with it: threads sharing the stream cannot encode, and a device-wide synchronize that waits inside each stream's block puts the streams in lockstep.",
+		Fix:     "commit inside the block, take the command buffer out, and wait after dispatch_sync returns, with no queue and no lock held"},
+	{ID: "MPS011", Name: "split-lock-counter", Severity: SevError,
+		Summary: "A process-wide counter or field that is not atomic is read-modify-written (x++, x += n) under locks that are not one lock: per-stream or sharded locks, or different mutexes in different functions, do not exclude each other, so increments are lost and ids repeat.",
+		Fix:     "make it std::atomic (fetch_add), or change it under one process-wide lock everywhere"},
+	{ID: "MPS012", Name: "pooled-counter-reset", Severity: SevError,
+		Summary: "A reset, reuse or acquire path of a pooled object sets its signal or generation counter back to 0: a signal from the object's previous use can still arrive and satisfy a wait of the new one (ABA): waits skip, queries succeed early.",
+		Fix:     "keep the counter monotonic for the life of the object (a new use waits for a value above every earlier one), or return the object to the pool only once its last signal has arrived"},
+	{ID: "MPS013", Name: "encoder-fetched-off-queue", Severity: SevError,
+		Summary: "A command buffer or encoder (commandBuffer(), commandEncoder(), [cb computeCommandEncoder]) is fetched outside the dispatch block that uses it, or returned to a caller off the queue: another thread's commit or synchronize on the stream can end the encoder or commit the buffer in between.",
+		Fix:     "fetch it inside the dispatch_sync block on the stream's queue, where it is used"},
 }
 
 // rulesByKey is built on first use, not at every command's start.
@@ -116,11 +128,18 @@ type candidate struct {
 	class       string
 	localStatic *Decl
 	inCtor      bool
-	where       string // for candHotLock: why the function is on the hot path
+	where       string // candHotLock: why the function is on the hot path; candPoolReset: the target
 	// fastPath (candHotLock): names tested by an earlier if that returns, in a scope
 	// enclosing the lock. One that is thread_local makes the lock a per-thread
 	// first-use path, not a per-call one.
 	fastPath []string
+	// locks (candCounter): the locks held at the mutation, an index into the file's
+	// facts.lockSets (-1: none); root (candPoolReset): the member or local the reset field
+	// is reached through ("" for the field itself), and viaLocal that it is a local or
+	// parameter (another object).
+	locks    int16
+	viaLocal bool
+	root     string
 	finding  pendingFinding
 }
 
@@ -154,6 +173,8 @@ const (
 	candContainer candKind = iota // a container mutation with no lock held
 	candNullInit                  // if (!x) x = ... with an unlocked assignment
 	candHotLock                   // a lock taken on an operator's execution path
+	candCounter                   // a read-modify-write of a variable (MPS011, judged per variable)
+	candPoolReset                 // a counter-like field set to 0 in a reset path (MPS012)
 )
 
 // facts is what one file contributes to an audit.
@@ -168,6 +189,13 @@ type facts struct {
 	callers    []caller
 	names      []string // the names callSite indexes
 	primitives []primitiveDef
+	lockSets   [][]lockRef // the lock sets callSite.locks indexes
+	// waiters are the functions whose own code blocks (MPS010, MPS009), and deferred
+	// the calls whose finding depends on whether their callee is one; stmts holds the
+	// statement texts of the deferred calls.
+	waiters  []waiter
+	deferred []deferredCall
+	stmts    []byte
 }
 
 // primitiveDef is a definition of a command-buffer primitive and whether it locks itself.
@@ -177,19 +205,30 @@ type primitiveDef struct {
 }
 
 // callSite is a call of a function by its bare name, from a function body: what the
-// audit needs to tell that every caller of a function holds a lock, or is a constructor.
-// Names are indexes into facts.names (16 bytes a site: there is one every few lines).
+// audit needs to tell that every caller of a function holds a lock (and which), or is a
+// constructor. Names are indexes into facts.names (16 bytes a site: there is one every
+// few lines).
 type callSite struct {
-	bare     int32
-	class    int32 // C for C::f() and for a bare f() in a method of C; -1 when unknown
-	caller   int32 // index of the calling function in facts.callers
-	external bool  // obj->f(), obj.f(): any class
-	locked   bool  // a lock is held at the call
-	inCtor   bool  // the caller is a constructor of class
+	bare   int32
+	class  int32 // C for C::f(), new C(...) and a bare f() in a method of C; -1 when unknown
+	caller int32 // index of the calling function in facts.callers
+	locks  int16 // index into facts.lockSets of the locks held at the call; -1 for none
+	flags  callFlags
 }
 
+// callFlags describe a call site.
+type callFlags uint8
+
+const (
+	callExternal callFlags = 1 << iota // obj->f(), obj.f(): any class
+	callLocked                         // a lock (or a serial queue) is held at the call
+	callInCtor                         // the caller is a constructor of class
+)
+
+func (c *callSite) has(f callFlags) bool { return c.flags&f != 0 }
+
 // caller names a function that makes calls.
-type caller struct{ class, bare string }
+type caller struct{ class, bare, name string }
 
 // extract runs the per-file part of every rule.
 func (m *fileModel) extract() (fx facts) {
@@ -198,9 +237,12 @@ func (m *fileModel) extract() (fx facts) {
 	fx = facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
 	a := m.arena
 	fx.cands, fx.calls, fx.callers = a.cands[:0], a.calls[:0], a.callers[:0]
+	fx.deferred, fx.stmts = a.deferred[:0], a.stmts[:0]
 	defer func() {
 		a.cands, a.calls, a.callers = fx.cands, fx.calls, fx.callers
+		a.deferred, a.stmts = fx.deferred, fx.stmts
 		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
+		fx.deferred, fx.stmts = ownCopy(fx.deferred), ownCopy(fx.stmts)
 	}()
 	for _, d := range m.directives {
 		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
@@ -253,6 +295,25 @@ func (m *fileModel) extract() (fx facts) {
 			}
 			continue
 		}
+		// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
+		if isWaitWord(b) {
+			m.waitRules(i, f, &fx)
+		}
+		if isFetchName(b) {
+			m.fetchOffQueue(i, f, &fx)
+		}
+		if m.maybeCounter(i) {
+			m.counterMutation(i, f, &fx)
+		}
+		if f.resetPath == 0 {
+			f.resetPath = 2
+			if resetPath(f.bare) && !f.ctor {
+				f.resetPath = 1
+			}
+		}
+		if f.resetPath == 1 {
+			m.poolReset(i, f, &fx)
+		}
 		switch string(b) {
 		case "if":
 			m.nullInit(i, fi, &fx)
@@ -279,12 +340,19 @@ func (m *fileModel) extract() (fx facts) {
 			m.gpuWait(i, &fx)
 		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
 			m.nestedDispatch(i, &fx)
+			m.dispatchInQueueBlock(i, &fx)
 		default:
 			m.containerMutation(i, fi, &fx)
 		}
 	}
 	for fi := range m.funcs {
-		m.primitiveDefinition(&m.funcs[fi], &fx)
+		f := &m.funcs[fi]
+		m.primitiveDefinition(f, &fx)
+		m.ctorCounters(f, &fx)
+		if f.waits != 0 {
+			fx.waiters = append(fx.waiters, waiter{class: f.class, bare: f.bare, single: f.waits&waitSingle != 0,
+				onQueue: f.waits&waitOnQueue != 0})
+		}
 	}
 	// Locks on an operator's execution path.
 	for si := range m.scopes {
@@ -293,7 +361,7 @@ func (m *fileModel) extract() (fx facts) {
 			continue
 		}
 		f := &m.funcs[sc.fn]
-		if !hot && !hotPathFunction(f.bare) && !allocatorPath(f) {
+		if len(sc.locks) == 0 || !hot && !hotPathFunction(f.bare) && !allocatorPath(f) && !operatorEntry(f) {
 			continue
 		}
 		for _, ev := range sc.locks {
@@ -302,8 +370,11 @@ func (m *fileModel) extract() (fx facts) {
 			}
 			fd := m.pending(ev.at, "MPS006")
 			where := f.name
-			if hot {
+			switch {
+			case hot:
 				where = "an operator in native/mps/operations/"
+			case operatorEntry(f) && !hotPathFunction(f.bare) && !allocatorPath(f):
+				where = "operator entry " + f.name
 			}
 			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, where: where, finding: fd}
 			c.fastPath = m.fastPathNames(int32(si), ev.at, f)
@@ -352,10 +423,11 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 	}
 	f := &m.funcs[fi]
 	if f.callerIdx == 0 {
-		fx.callers = append(fx.callers, caller{f.class, f.bare})
+		fx.callers = append(fx.callers, caller{f.class, f.bare, f.name})
 		f.callerIdx = int32(len(fx.callers))
 	}
-	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, inCtor: f.ctor}
+	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, locks: -1}
+	inCtor := f.ctor
 	own := func() int32 {
 		if f.class == "" {
 			return -1
@@ -370,20 +442,27 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 		if m.is(i-2, "this") || m.is(i-2, "self") {
 			c.class = own()
 		} else {
-			c.external = true
+			c.flags |= callExternal
 		}
 	case m.is(i-1, "::"):
 		if m.isIdent(i - 2) {
 			c.class = m.nameIndex(m.tb(i-2), fx)
 		}
+	case m.is(i-1, "new"):
+		c.class = c.bare // new C(...) calls C's constructor
 	default:
 		c.class = own()
 	}
-	if c.inCtor && (c.class < 0 || fx.names[c.class] != f.class) {
-		c.inCtor = false
+	if inCtor && c.class >= 0 && fx.names[c.class] == f.class {
+		c.flags |= callInCtor
 	}
-	c.locked = m.locked(i)
+	if m.locked(i) {
+		c.flags |= callLocked
+		c.locks = m.lockSetAt(i, f, fx)
+	}
 	fx.calls = append(fx.calls, c)
+	m.callInQueueBlock(i, f, int32(len(fx.calls)-1), fx)
+	m.deviceSyncCall(i, f, int32(len(fx.calls)-1), fx)
 }
 
 // nameIndexString is nameIndex for a name held as a string.
@@ -513,6 +592,27 @@ func hotPathFunction(name string) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// operatorEntry reports whether f is an operator or kernel entry point, wherever it is
+// defined: a structured kernel (TORCH_IMPL_FUNC(name)), or a name whose snake_case parts
+// include "mps" or "kernel", as PyTorch names its MPS operators and dispatch-stub kernels
+// (add_out_mps, _mps_linear, lshift_kernel_mps, cumsum_kernel).
+func operatorEntry(f *function) bool {
+	if f.entryMacro {
+		return true
+	}
+	for rest := f.bare; rest != ""; {
+		part, after, found := strings.Cut(rest, "_")
+		if part == "mps" || part == "kernel" {
+			return f.bare != part // a part, not the whole name
+		}
+		if !found {
+			break
+		}
+		rest = after
 	}
 	return false
 }
@@ -813,6 +913,9 @@ func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
 	c := candidate{kind: candContainer, name: name, qual: qual, class: f.class, inCtor: f.ctor}
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
+			if d.Atomic {
+				return
+			}
 			c.localStatic = d
 		} else if m.isLocal(fi, name) {
 			return
@@ -891,6 +994,9 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 	cand := candidate{kind: candNullInit, name: name, qual: qual, class: f.class, inCtor: f.ctor}
 	if qual == "" {
 		if d := f.statics[name]; d != nil {
+			if d.Atomic {
+				return // (a check-then-act on an atomic is judged by no rule yet)
+			}
 			cand.localStatic = d
 		} else if m.isLocal(fi, name) {
 			return
@@ -983,6 +1089,9 @@ type symtab struct {
 	// thread, in a container or array); derived lists each class's derived classes.
 	single, many map[string]bool
 	derived      map[string][]string
+	// pooled: classes whose objects are held in a container (MPS012).
+	pooled    map[string]bool
+	pooledIdx pooledIndex
 }
 
 // declView is the merged view of a symbol's declarations. While there is one, it points
@@ -1005,6 +1114,7 @@ func (v *declView) merge(d *Decl) {
 	into.ThreadLocal = into.ThreadLocal || d.ThreadLocal
 	into.Container = into.Container || d.Container
 	into.Mutex = into.Mutex || d.Mutex
+	into.Atomic = into.Atomic || d.Atomic
 	into.Static = into.Static || d.Static
 	into.Member = into.Member && d.Member
 }
@@ -1020,7 +1130,8 @@ type globalDecls struct {
 
 // newSymtab returns an empty table for the declarations of files files.
 func newSymtab(files int) *symtab {
-	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{}}
+	return &symtab{files: files, single: map[string]bool{}, many: map[string]bool{}, derived: map[string][]string{},
+		pooled: map[string]bool{}}
 }
 
 // addFacts merges one file's declarations, instances and base classes. Files are added
@@ -1044,6 +1155,9 @@ func (st *symtab) addFacts(fx *facts) {
 		st.add(&fx.decls[di])
 	}
 	for _, in := range fx.instances {
+		if in.pooled {
+			st.pooled[in.class] = true
+		}
 		if in.many {
 			st.many[in.class] = true
 		} else {
@@ -1166,6 +1280,9 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 		if c.inCtor {
 			return f, false
 		}
+		if d != nil && d.Atomic {
+			d = nil // judged as before atomics were declarations: by the name alone
+		}
 		switch {
 		case d != nil && d.ThreadLocal:
 			return f, false
@@ -1184,6 +1301,8 @@ func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 			return f, true
 		}
 		return f, false
+	case candPoolReset:
+		return st.judgePoolReset(c, file)
 	case candHotLock:
 		if d == nil || !d.Mutex || d.ThreadLocal {
 			return f, false

@@ -40,8 +40,11 @@ func newAuditCmd(d *deps) *cobra.Command {
 		Long: `Scan the MPS sources of a PyTorch tree (.h, .mm, .cpp) for thread-safety hazards:
 lazy singletons, unguarded shared containers, unlocked lazy initialisation, command-buffer
 state touched off the stream's queue, default-stream synchronisation, process-wide locks
-on the hot path, disabled code, locks held across GPU waits and device-wide
-synchronisation that waits for one stream (rules MPS001..MPS009, see docs/audit.md).
+on the hot path, disabled code, locks held across GPU waits, device-wide
+synchronisation that waits for one stream, waits inside a stream's queue block, counters
+changed under locks that are not one lock, pooled signal counters reset on reuse and
+encoders fetched outside the block that uses them (rules MPS001..MPS013, see
+docs/audit.md).
 
 PATHs are directories or files relative to --tree; default: [audit] paths of the config.
 A baseline file lists accepted findings, each with a reason: only findings not in it fail

@@ -55,6 +55,8 @@ void Channel::scopedThenWait() {
   [_commandBuffer waitUntilCompleted];
 }
 
+// Not MPS008 (no lock is held; the queue is the channel's own), but MPS010: every
+// thread that dispatches onto _serialQueue waits for the GPU with it.
 void Channel::waitOnQueue() {
   dispatch_sync(_serialQueue, ^() {
     synchronize(SyncType::COMMIT_AND_WAIT);
