@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
@@ -70,7 +71,8 @@ func (e *Error) Error() string {
 	if e.LogPath != "" {
 		b.WriteString(" (log: " + e.LogPath + ")")
 	}
-	return b.String()
+	// git's argv and its stderr can both hold a URL: the message is shown and logged.
+	return redact.Text(b.String())
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 // RemoteRef is one line of `git ls-remote`.
@@ -249,6 +250,12 @@ func CheckURL(raw string) error {
 		if u.Scheme != "file" && u.Host == "" {
 			return urlErrorf("upstream url %s: no host", RedactURL(raw))
 		}
+		if _, has := u.User.Password(); has && u.Scheme != "https" {
+			// git hands "user:password" to ssh as the login name (ssh takes no password
+			// from a URL), and git:// and file:// have no logins: the password would only
+			// travel, in argv, .git/config and the log, without ever being used.
+			return urlErrorf("upstream url %s: holds a password, which git cannot use over %s; remove it (ssh authenticates with a key or ssh-agent)", RedactURL(raw), u.Scheme)
+		}
 		return nil
 	case "":
 		return urlErrorf("upstream url %s: want https://, ssh://, git:// or file:// (or user@host:path)", RedactURL(raw))
@@ -257,17 +264,8 @@ func CheckURL(raw string) error {
 }
 
 // RedactURL hides the credentials of a URL: "https://user:token@host/x" becomes
-// "https://***@host/x". Anything that does not parse as a URL with credentials is
-// returned as is.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil || u.Scheme == "" {
-		return raw
-	}
-	u.User = nil
-	s := u.String()
-	return strings.Replace(s, "://", "://***@", 1)
-}
+// "https://***@host/x", whether or not net/url can parse it (redact.URL has the rule).
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // WithCredentials returns a Git that talks to rawURL's host with rawURL's credentials,
 // and the URL without them. The credentials travel as an HTTP Authorization header set

@@ -1,6 +1,7 @@
 package gitcli
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,6 +22,11 @@ func TestCheckURL(t *testing.T) {
 		{"/srv/git/pytorch.git", "want https://"},
 		{"https:///nohost", "no host"},
 		{"http://user:hunter2@example.com/x.git", "http://***@example.com/x.git: scheme http"},
+		{"ssh://bob:hunter2@example.com/x.git", "ssh://***@example.com/x.git: holds a password, which git cannot use over ssh"},
+		{"git://bob:hunter2@example.com/x.git", "holds a password"},
+		{"https://user:hun\"ter2@example.com/x.git", "https://***@example.com/x.git: not a URL"},
+		{"https://user:hunter2%zz@example.com/x.git", "https://***@example.com/x.git: not a URL"},
+		{"user:hunter2@example.com:x.git", "upstream url ***@example.com:x.git: scheme user is not allowed"},
 	}
 	for _, tt := range tests {
 		err := CheckURL(tt.url)
@@ -29,6 +35,8 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("CheckURL(%q): %v, want ok", tt.url, err)
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("CheckURL(%q): %v, want an error containing %q", tt.url, err, tt.wantErr)
+		case err != nil && strings.Contains(err.Error(), "hunter2"):
+			t.Errorf("CheckURL(%q): %v shows the password", tt.url, err)
 		}
 	}
 }
@@ -44,6 +52,20 @@ func TestRedactURL(t *testing.T) {
 		if have := RedactURL(tt.have); have != tt.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tt.have, have, tt.want)
 		}
+	}
+}
+
+// A failed git command's message holds its argv and the tail of its stderr, both of which
+// can hold a URL: neither shows the credentials.
+func TestErrorRedactsCredentials(t *testing.T) {
+	e := &Error{Op: "fetch from ssh://***@h/x", Args: []string{"fetch", "--", "ssh://bob:hunter2@h/x"},
+		Stderr: "fatal: unable to access 'https://ci:t0ken@h/x/': 403", Err: errors.New("exit status 128")}
+	have := e.Error()
+	if strings.Contains(have, "hunter2") || strings.Contains(have, "t0ken") {
+		t.Errorf("have %q", have)
+	}
+	if !strings.Contains(have, "git fetch -- ssh://***@h/x") {
+		t.Errorf("have %q, want git's argv redacted", have)
 	}
 }
 
