@@ -1,8 +1,11 @@
 package gitcli
 
 import (
+	"context"
 	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -121,4 +124,45 @@ func FuzzRedactURL(f *testing.F) {
 			t.Fatalf("RedactURL(%q) = %q shows the password in its user info %q", raw, out, userinfo)
 		}
 	})
+}
+
+// ReadObjects streams each object into a buffer of its own and checks it against its ID:
+// content that hashes to another ID (a damaged or tampered object store) is an error,
+// never content; an object the store lacks is listed as missing.
+func TestReadObjectsChecksEveryObject(t *testing.T) {
+	g := newGit(t)
+	big := strings.Repeat("a line of a large file\n", 100000)
+	dir := newRepo(t, g, map[string]string{"small.txt": "small\n", "big.txt": big, "empty.txt": ""})
+	oid := func(p string) string { return git(t, g, dir, "rev-parse", "HEAD:"+p) }
+	absent := strings.Repeat("0", 39) + "1"
+	objs, missing, err := g.ReadObjects(context.Background(), dir, []string{oid("small.txt"), oid("big.txt"), absent, oid("empty.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(objs[oid("small.txt")]) != "small\n" || string(objs[oid("big.txt")]) != big || len(objs[oid("empty.txt")]) != 0 {
+		t.Errorf("objects read back wrong: %d objects", len(objs))
+	}
+	if len(missing) != 1 || missing[0] != absent {
+		t.Errorf("missing %v, want [%s]", missing, absent)
+	}
+
+	// The small file's object file replaced by the big file's: git hands back the big
+	// file's content under the small file's ID.
+	path := func(o string) string { return filepath.Join(dir, ".git", "objects", o[:2], o[2:]) }
+	data, err := os.ReadFile(path(oid("big.txt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path(oid("small.txt")), 0o644)
+	if err := os.WriteFile(path(oid("small.txt")), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = g.ReadObjects(context.Background(), dir, []string{oid("small.txt")})
+	var ce *CorruptObjectError
+	if !errors.As(err, &ce) || ce.OID != oid("small.txt") || ce.Have != oid("big.txt") {
+		t.Errorf("have %v, want a *CorruptObjectError naming both IDs", err)
+	}
+	if _, _, err := g.ReadObjects(context.Background(), dir, []string{"--batch-all-objects"}); err == nil {
+		t.Error("an argument that is not an object ID was taken")
+	}
 }

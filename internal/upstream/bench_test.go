@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -326,4 +328,87 @@ func BenchmarkClone(b *testing.B) {
 			b.ReportMetric(float64(mm)/float64(mg), "mpspatch/git")
 		})
 	}
+}
+
+// BenchmarkCheckUpstreamLargeFile measures the peak memory (maximum resident set) of the
+// mpspatch process in `check --upstream` when the series touches one large file, cold
+// cache and warm: the blob is read from git as it streams, into a buffer of its size, and
+// the engine's output is the one other copy. It reports the peak against the file's size.
+// MPSPATCH_BENCH_LARGE_MB sets the size (default 400, the case issue 19 measured at 1.8 GB).
+//
+//	go test -run='^$' -bench=CheckUpstreamLargeFile -benchtime=1x ./internal/upstream
+func BenchmarkCheckUpstreamLargeFile(b *testing.B) {
+	mb := 400
+	if v := os.Getenv("MPSPATCH_BENCH_LARGE_MB"); v != "" {
+		if _, err := fmt.Sscan(v, &mb); err != nil || mb < 1 {
+			b.Fatalf("MPSPATCH_BENCH_LARGE_MB=%q: want a number of MB", v)
+		}
+	}
+	root := b.TempDir()
+	const path = "aten/src/ATen/mps/Large.mm"
+	var text strings.Builder
+	for i := 0; text.Len() < mb*1000*1000; i++ {
+		fmt.Fprintf(&text, "    auto value_%d = compute(tensor, stream, device, %d); // a line of a large file\n", i, i)
+	}
+	base := map[string]string{path: text.String()}
+	text.Reset()
+	ids, err := gitserver.BuildRepo(filepath.Join(root, "srv", "up.git"), []gitserver.Commit{{Message: "base", Files: base, AnnotatedTags: []string{"v1"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, pdir := makeSeriesDir(b, base, []string{path}, func(p string) string {
+		lines := strings.SplitAfterN(base[p], "\n", 6)
+		lines[4] = "    PATCHED LINE\n"
+		return strings.Join(lines, "")
+	})
+	size := len(base[path])
+	base = nil
+	srv, err := gitserver.Start(filepath.Join(root, "srv"), gitserver.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	bin := os.Getenv("MPSPATCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, "mpspatch")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch").CombinedOutput(); err != nil {
+			b.Fatalf("build mpspatch: %v: %s", err, out)
+		}
+	}
+	cfg := filepath.Join(root, "mpspatch.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[upstream]\nurl = %q\ntag = \"v1\"\ncommit = %q\n", srv.URL+"/up.git", ids[0])), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	os.MkdirAll(home, 0o755)
+	env := append(gitcli.DeterministicEnv(home), srv.Env()...)
+	peak := func(cache string) float64 {
+		cmd := exec.Command(bin, "--config", cfg, "check", "--upstream", "v1", "--patches", pdir)
+		cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+cache)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "exact") {
+			b.Fatalf("check --upstream: %v\n%s", err, out)
+		}
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			b.Skip("no rusage on this platform")
+		}
+		rss := float64(ru.Maxrss) * 1024 // KiB on Linux
+		if runtime.GOOS == "darwin" {
+			rss = float64(ru.Maxrss) // bytes on macOS
+		}
+		return rss / 1e6
+	}
+	var cold, warm float64
+	for i := 0; i < b.N; i++ {
+		cache := filepath.Join(root, fmt.Sprintf("cache-%d", i))
+		cold = max(cold, peak(cache))
+		warm = max(warm, peak(cache))
+		os.RemoveAll(cache)
+	}
+	fileMB := float64(size) / 1e6
+	b.ReportMetric(fileMB, "file-MB")
+	b.ReportMetric(cold, "cold-peak-RSS-MB")
+	b.ReportMetric(warm, "warm-peak-RSS-MB")
+	b.ReportMetric(max(cold, warm)/fileMB, "peak/file")
 }
