@@ -206,3 +206,28 @@ func TestVerifyRenderRefusesAFIFO(t *testing.T) {
 		t.Errorf("exit %d, want %d refusing the FIFO\n%s", code, ExitUsage, stderr)
 	}
 }
+
+// -v prints the environment that decides a run, but not the credentials in it: variables
+// named like secrets, the one [build.cache] password_env names whatever its name, an
+// Authorization header handed to git, and URLs' user-info.
+func TestVerboseHidesCredentials(t *testing.T) {
+	const secret = "hunter2SECRET"
+	t.Setenv("MPSPATCH_CACHE_PASSWORD", secret)
+	t.Setenv("MPSPATCH_REDIS_PW", secret)
+	t.Setenv("GIT_CONFIG_VALUE_9", "Authorization: Basic "+secret)
+	t.Setenv("MPSPATCH_MIRROR", "https://ci:"+secret+"@mirror.example/pytorch.git")
+	cfg := filepath.Join(t.TempDir(), "mpspatch.toml")
+	os.WriteFile(cfg, []byte("[build.cache]\nremote = \"redis://cache.lan:6379\"\npassword_env = \"MPSPATCH_REDIS_PW\"\n"), 0o644)
+	code, _, stderr := runMain(t, "-v", "--config", cfg, "config")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, secret) {
+		t.Errorf("-v shows a credential:\n%s", stderr)
+	}
+	for _, want := range []string{"mpspatch: env MPSPATCH_CACHE_PASSWORD=***", "mpspatch: env MPSPATCH_REDIS_PW=***", "mpspatch: env MPSPATCH_MIRROR=https://***@mirror.example/pytorch.git"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

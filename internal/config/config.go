@@ -357,10 +357,6 @@ func (c Config) validate(name string) error {
 	return c.Build.Cache.validate(name)
 }
 
-// secretName matches variable names that hold credentials; such values come from the
-// environment, never from a file that gets committed and shared.
-var secretName = lazyregexp.New(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
-
 func (bc BuildCache) validate(name string) error {
 	switch bc.Tool {
 	case "auto", "ccache", "sccache", "none":
@@ -385,8 +381,10 @@ func (bc BuildCache) validate(name string) error {
 	if bc.PasswordEnv != "" && bc.Remote == "" {
 		return &Error{File: name, Key: "build.cache.password_env", Msg: "set, but build.cache.remote is empty"}
 	}
+	// Credentials come from the environment, never from a file that gets committed and
+	// shared.
 	for k := range bc.Env {
-		if secretName().MatchString(k) {
+		if redact.IsSecretName(k) {
 			return &Error{File: name, Key: "build.cache.env." + k, Msg: "looks like a secret: set it in the environment mpspatch runs in, not in the config file"}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
 // Mask stands where a URL's user-info was.
@@ -175,4 +177,30 @@ func stringEnd(b []byte, i int) (int, bool) {
 		}
 	}
 	return -1, escaped
+}
+
+// secretName matches environment variable names that hold credentials.
+var secretName = lazyregexp.New(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
+
+// IsSecretName says whether an environment variable of that name holds a credential
+// (AWS_SECRET_ACCESS_KEY, MPSPATCH_CACHE_PASSWORD, GITHUB_TOKEN).
+func IsSecretName(name string) bool { return secretName().MatchString(name) }
+
+// EnvVar returns the NAME=value pair kv fit to show: the value masked when the name says
+// it is a credential or the value is an HTTP Authorization header (git's http.extraHeader
+// passed as GIT_CONFIG_VALUE_n), URLs in it redacted otherwise.
+func EnvVar(kv string) string {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok {
+		return kv
+	}
+	if value != "" && (IsSecretName(name) || isAuthHeader(value)) {
+		return name + "=" + Mask
+	}
+	return name + "=" + Text(value)
+}
+
+func isAuthHeader(v string) bool {
+	const h = "authorization:"
+	return len(v) >= len(h) && strings.EqualFold(v[:len(h)], h)
 }

@@ -172,3 +172,21 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+func TestEnvVar(t *testing.T) {
+	tests := []struct{ have, want string }{
+		{"MPSPATCH_CACHE_PASSWORD=hunter2", "MPSPATCH_CACHE_PASSWORD=***"},
+		{"GITHUB_TOKEN=ghp_x", "GITHUB_TOKEN=***"},
+		{"AWS_SECRET_ACCESS_KEY=abc", "AWS_SECRET_ACCESS_KEY=***"},
+		{"GIT_CONFIG_VALUE_3=Authorization: Basic Y2k6cw==", "GIT_CONFIG_VALUE_3=***"},
+		{"GIT_CONFIG_VALUE_0=always", "GIT_CONFIG_VALUE_0=always"},
+		{"MPSPATCH_UPSTREAM=https://ci:tok@h/x", "MPSPATCH_UPSTREAM=https://***@h/x"},
+		{"PATH=/usr/bin:/bin", "PATH=/usr/bin:/bin"},
+		{"EMPTY_TOKEN=", "EMPTY_TOKEN="},
+	}
+	for _, tt := range tests {
+		if have := EnvVar(tt.have); have != tt.want {
+			t.Errorf("EnvVar(%q) = %q, want %q", tt.have, have, tt.want)
+		}
+	}
+}
