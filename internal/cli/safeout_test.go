@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestEscapeControls(t *testing.T) {
@@ -230,4 +231,46 @@ func TestVerboseHidesCredentials(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
+}
+
+// FuzzSafeWriter: whatever the text and wherever a write cuts it, no control character
+// but tab and newline reaches a stream without colour or redraw (none at all: C0, DEL, C1
+// as a character or as a raw byte), and the result does not depend on the cut.
+func FuzzSafeWriter(f *testing.F) {
+	f.Add("plain\n", 3)
+	f.Add("a\x1b]0;t\x07b\u009bc\x9bd\r\x7f", 5)
+	f.Add("\x1b[32mok\x1b[0m\r\x1b[K", 2)
+	f.Add("é\xc3", 1)
+	f.Fuzz(func(t *testing.T, text string, cut int) {
+		if strings.Contains(text, "://") {
+			return // redaction is FuzzText's (internal/redact)
+		}
+		if cut < 0 {
+			cut = -cut
+		}
+		cut %= len(text) + 1
+		var whole, split bytes.Buffer
+		w := newSafeWriter(&whole, false, false)
+		w.Write([]byte(text))
+		w.Flush()
+		w = newSafeWriter(&split, false, false)
+		w.Write([]byte(text[:cut]))
+		w.Write([]byte(text[cut:]))
+		w.Flush()
+		if whole.String() != split.String() {
+			t.Fatalf("%q cut at %d: %q, whole: %q", text, cut, split.String(), whole.String())
+		}
+		out := whole.Bytes()
+		for i := 0; i < len(out); {
+			r, size := utf8.DecodeRune(out[i:])
+			bad := r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f
+			if r == utf8.RuneError && size == 1 {
+				bad = out[i] >= 0x80 && out[i] <= 0x9f
+			}
+			if bad {
+				t.Fatalf("%q: control %q at %d in %q", text, out[i:i+size], i, out)
+			}
+			i += size
+		}
+	})
 }
