@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
@@ -109,7 +110,7 @@ func (l *Launcher) configure(opts CacheOptions, tree string, env []string) error
 	if remote != "" {
 		u, err := url.Parse(remote)
 		if err != nil {
-			return fmt.Errorf("compiler cache: remote %q: %w", redactURL(remote), err)
+			return fmt.Errorf("compiler cache: remote %q: %w", redact.URL(remote), err)
 		}
 		l.Remote = u.Redacted()
 		if opts.PasswordEnv != "" {
@@ -177,16 +178,6 @@ func (l *Launcher) configure(opts CacheOptions, tree string, env []string) error
 		l.env[k] = v
 	}
 	return nil
-}
-
-// redactURL hides the password of a URL-looking string that failed to parse.
-func redactURL(s string) string {
-	if at := strings.LastIndex(s, "@"); at >= 0 {
-		if i := strings.Index(s, "://"); i >= 0 && i < at {
-			return s[:i+3] + "REDACTED" + s[at:]
-		}
-	}
-	return s
 }
 
 // CacheStats is what the compiler cache did during one build, from its own statistics

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mpspatch/mpspatch/internal/run"
 )
@@ -85,19 +87,56 @@ type probeOutput struct {
 // devices it has, and whether pytest is importable. device "" picks the best available
 // (mps, then cuda, then cpu); a device that is named but absent is an ErrUnsupported error.
 func Probe(ctx context.Context, python, target, device string) (Env, error) {
-	return ProbeLogged(ctx, python, target, device, "")
+	return ProbeWith(ctx, python, target, device, ProbeOptions{})
 }
 
 // ProbeLogged is Probe writing the interpreter's whole output to logPath (none when ""),
 // which a failure's one-paragraph message names.
 func ProbeLogged(ctx context.Context, python, target, device, logPath string) (Env, error) {
+	return ProbeWith(ctx, python, target, device, ProbeOptions{LogPath: logPath})
+}
+
+// The probe's bounds. The interpreter is the user's (or whatever --python names): one
+// that prints without end, never answers, or leaves a process holding its output must
+// cost verify a bounded amount of memory and time, and end in an error that says which.
+const (
+	// DefaultProbeTimeout is how long the interpreter has to answer: importing torch
+	// takes seconds, a cold one on a network home directory a minute.
+	DefaultProbeTimeout = 2 * time.Minute
+	// DefaultProbeOutputLimit bounds what the interpreter may print, stdout and stderr
+	// together: the answer is one line of JSON (a provenance stamp included, a few KiB),
+	// and a failing import's traceback is a few KiB more.
+	DefaultProbeOutputLimit = 1 << 20
+	// DefaultProbeWaitDelay is how long the probe waits, once the interpreter has
+	// exited, for a process it started to let go of its output.
+	DefaultProbeWaitDelay = 2 * time.Second
+)
+
+// ProbeOptions bound the probe; a zero field takes its default.
+type ProbeOptions struct {
+	// LogPath receives the interpreter's whole output (up to OutputLimit); none when "".
+	LogPath     string
+	Timeout     time.Duration
+	OutputLimit int64
+	WaitDelay   time.Duration
+}
+
+// ProbeWith is Probe with its bounds and log chosen.
+func ProbeWith(ctx context.Context, python, target, device string, o ProbeOptions) (Env, error) {
+	o.Timeout = cmp.Or(o.Timeout, DefaultProbeTimeout)
+	o.OutputLimit = cmp.Or(o.OutputLimit, DefaultProbeOutputLimit)
+	o.WaitDelay = cmp.Or(o.WaitDelay, DefaultProbeWaitDelay)
+	logPath := o.LogPath
 	var stdout, stderr bytes.Buffer
 	res, err := run.Run(ctx, run.Cmd{
-		Argv:    []string{python, "-c", probeScript},
-		Stdout:  &stdout,
-		Stderr:  &stderr,
-		LogPath: logPath,
-		Timeout: 2 * time.Minute,
+		Argv:        []string{python, "-c", probeScript},
+		Stdout:      &stdout,
+		Stderr:      &stderr,
+		LogPath:     logPath,
+		Timeout:     o.Timeout,
+		OutputLimit: o.OutputLimit,
+		WaitDelay:   o.WaitDelay,
+		KillGrace:   time.Second,
 	})
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -114,8 +153,16 @@ func ProbeLogged(ctx context.Context, python, target, device, logPath string) (E
 			last = lastLines(stdout.String(), 1)
 		}
 		msg := fmt.Sprintf("interpreter %q failed the torch probe (%s)", python, res)
+		switch {
+		case res.OverLimit > 0:
+			msg = fmt.Sprintf("interpreter %q printed more than %d KiB answering the torch probe, whose answer is one line of JSON; it was stopped (%s)",
+				python, res.OverLimit>>10, res)
+		case res.TimedOut:
+			msg = fmt.Sprintf("interpreter %q did not answer the torch probe within %s; it was stopped (is it waiting for input, or hung importing torch?)",
+				python, o.Timeout)
+		}
 		if last != "" {
-			msg += fmt.Sprintf("; it printed last: %s", last)
+			msg += fmt.Sprintf("; it printed last: %s", truncate(last, 200))
 		}
 		if logPath != "" {
 			msg += "; full output in " + logPath
@@ -124,7 +171,7 @@ func ProbeLogged(ctx context.Context, python, target, device, logPath string) (E
 	}
 	var p probeOutput
 	if err := json.Unmarshal(lastLine(stdout.Bytes()), &p); err != nil {
-		return Env{}, fmt.Errorf("probe of interpreter %q: unreadable answer %q: %w", python, lastLines(stdout.String(), 1), err)
+		return Env{}, fmt.Errorf("probe of interpreter %q: unreadable answer %q: %w", python, truncate(lastLines(stdout.String(), 1), 200), err)
 	}
 	if p.TorchError != "" {
 		return Env{}, fmt.Errorf("%w: interpreter %q (%s) cannot import torch: %s",
@@ -138,6 +185,10 @@ func ProbeLogged(ctx context.Context, python, target, device, logPath string) (E
 		Target: target, Interpreter: python, Executable: p.Executable, Python: p.Python,
 		GIL: p.GIL, Torch: p.Torch, TorchGit: p.TorchGit, TorchPath: p.TorchPath,
 		Pytest: p.Pytest, Devices: p.Devices, Platform: p.Platform, Provenance: p.Provenance,
+	}
+	if res.Orphaned {
+		env.Warnings = append(env.Warnings, fmt.Sprintf("interpreter %q answered the torch probe and exited, but a process it started kept its output open; stopped waiting after %s",
+			python, o.WaitDelay))
 	}
 	switch {
 	case device == "" && len(p.Devices) > 0:
@@ -163,6 +214,17 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// truncate cuts s to at most n bytes (on a rune boundary), marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func lastLine(b []byte) []byte {

@@ -46,7 +46,8 @@ interrupted (killed, Ctrl-C, network lost) is recognised by the marker it leaves
 
 URLs may be https://, ssh://, git://, file:// or user@host:path. Credentials in an
 https URL (https://user:token@host/...) are handed to git in its environment, never on a
-command line, and never appear in output, logs or the clone's .git/config.
+command line, and never appear in output, logs or the clone's .git/config. A password in
+any other URL is refused (exit 2): git would hand it to ssh as part of the login name.
 
 Progress goes to stderr (a redrawn bar per phase on a terminal, plain lines otherwise);
 git's whole output to <log_dir>/clone-<timestamp>.log inside the new tree. The log

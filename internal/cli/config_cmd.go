@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/config"
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 type configOptions struct {
@@ -21,7 +22,7 @@ func newConfigCmd(d *deps) *cobra.Command {
 		Short: "Show the effective configuration",
 		Long: `Show the configuration mpspatch would use: --config FILE, else ./mpspatch.toml,
 else the built-in defaults. --default prints the commented default file, a good start
-for your own mpspatch.toml.`,
+for your own mpspatch.toml. Credentials in URLs (https://user:token@host) show as ***.`,
 		Example: `  mpspatch config --default > mpspatch.toml
   mpspatch config --json`,
 		Args: cobra.NoArgs,
@@ -50,6 +51,11 @@ func runConfig(d *deps, opts *configOptions) error {
 	if src == "" {
 		src = "built-in defaults"
 	}
+	// Shown, pasted into bug reports and CI logs: the URLs without their credentials (the
+	// printer redacts every URL it writes; these two are redacted as URLs, which also
+	// catches user:password@host:path).
+	c.Upstream.URL = redact.URL(c.Upstream.URL)
+	c.Build.Cache.Remote = redact.URL(c.Build.Cache.Remote)
 	body, err := toml.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("config: encode: %w", err)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 // printer is the one place results and progress are written. In --json mode results are
@@ -20,6 +22,9 @@ type printer struct {
 	// sink, when set, holds the --json result until the command has returned, so that Main
 	// can write exactly one document: the result, or the result with the error added.
 	sink *resultSink
+	// safe is the filter under out (see safeWriter), for documents that must bypass its
+	// text rules; nil when out is not filtered (tests).
+	safe *safeWriter
 }
 
 func newPrinter(s IOStreams, jsonOut, quiet bool) *printer {
@@ -41,18 +46,24 @@ func (p *printer) Result(v any, text func(w io.Writer)) error {
 
 // RawResult is Result for a command whose encoder writes the JSON itself (audit's report,
 // SARIF): in --json mode the bytes are kept, checked, and written by Main like any result.
+// The document is redacted as JSON (its strings only), never as text, so it stays valid.
 func (p *printer) RawResult(write func(w io.Writer) error) error {
-	if !p.json || p.sink == nil {
-		return write(p.out)
-	}
 	var buf bytes.Buffer
 	if err := write(&buf); err != nil {
 		return err
 	}
-	if !json.Valid(buf.Bytes()) {
+	doc := redact.JSON(buf.Bytes())
+	if !p.json || p.sink == nil {
+		if p.safe != nil {
+			return p.safe.writeTrusted(doc)
+		}
+		_, err := p.out.Write(doc)
+		return err
+	}
+	if !json.Valid(doc) {
 		return fmt.Errorf("internal error: the result is not valid JSON")
 	}
-	p.sink.pending, p.sink.hasPending = json.RawMessage(bytes.TrimSpace(buf.Bytes())), true
+	p.sink.pending, p.sink.hasPending = json.RawMessage(bytes.TrimSpace(doc)), true
 	return nil
 }
 
@@ -62,6 +73,7 @@ func (p *printer) JSONLine(v any) error {
 	if err != nil {
 		return err
 	}
+	b = redact.JSON(b)
 	if p.sink != nil {
 		p.sink.lineBytes += len(b) + 1
 	}
@@ -88,10 +100,17 @@ func (p *printer) StreamSummary(v any) error {
 	return nil
 }
 
+// encodeDocument writes v as one indented JSON document, credentials taken out of its
+// strings (redact.JSON): every --json document passes here or through JSONLine.
 func encodeDocument(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(redact.JSON(buf.Bytes()))
+	return err
 }
 
 // resultSink is stdout under --json: it keeps the one result document a command produced
@@ -216,7 +235,14 @@ func withErrorMember(b []byte, failure *errorBody) (json.RawMessage, error) {
 	return out.Bytes(), nil
 }
 
-func encodeLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+func encodeLine(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(redact.JSON(buf.Bytes()))
+	return err
+}
 
 // pad pads s with spaces to width visible characters: ANSI colour codes take no room on
 // a terminal, so fmt's %-12s would misalign a coloured column.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -29,11 +30,16 @@ type deps struct {
 	global *globalOptions
 	// sink holds the --json result until the command returns (see printer.Result).
 	sink *resultSink
+	// safeOut is stdout's filter under d.io.Out (see safeWriter); nil outside Main.
+	safeOut *safeWriter
+	// helpOut receives cobra's help and usage, mpspatch's own text; nil means d.io.Out.
+	helpOut io.Writer
 }
 
 func (d *deps) printer() *printer {
 	p := newPrinter(d.io, d.global.json, d.global.quiet)
 	p.sink = d.sink
+	p.safe = d.safeOut
 	return p
 }
 
@@ -154,6 +160,9 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if d.safeOut != nil {
+				d.safeOut.setJSON(d.global.json)
+			}
 			if d.global.verbose {
 				d.traceEnvironment(cmd)
 				cmd.SetContext(run.WithTracer(cmd.Context(), d.traceCommand))
@@ -162,7 +171,11 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		},
 	}
 	root.SetVersionTemplate("mpspatch {{.Version}}\n")
-	root.SetOut(d.io.Out)
+	if d.helpOut != nil {
+		root.SetOut(d.helpOut)
+	} else {
+		root.SetOut(d.io.Out)
+	}
 	root.SetErr(d.io.Err)
 	root.SetIn(d.io.In)
 	pf := root.PersistentFlags()
@@ -223,7 +236,16 @@ func NewRootCommand() *cobra.Command {
 func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
 	out := stdio.Out
-	d.io.Out = d.sink.wrap(stdio.Out)
+	// Everything a command writes passes the safe writers (credentials redacted, control
+	// characters escaped); the help text is mpspatch's own and goes out as written.
+	d.safeOut = newSafeWriter(stdio.Out, stdio.OutTTY, stdio.ColorOut())
+	safeErr := newSafeWriter(stdio.Err, stdio.ErrTTY, stdio.ColorErr())
+	d.io.Out = d.sink.wrap(d.safeOut)
+	d.io.Err = safeErr
+	d.helpOut = d.io.Out
+	if !wantsJSON(args) {
+		d.helpOut = stdio.Out
+	}
 	root := newRootCmd(d, commandToRun(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -242,20 +264,22 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 		failure = newErrorBody(err, code)
 		var silent *silentError
 		if !errors.As(err, &silent) {
-			fmt.Fprintf(stdio.Err, "mpspatch: %s\n", failure.Message)
+			fmt.Fprintf(safeErr, "mpspatch: %s\n", failure.Message)
 			if code == ExitUsage && isCobraUsageError(msg) {
-				fmt.Fprintln(stdio.Err, "Run 'mpspatch --help' for usage.")
+				fmt.Fprintln(safeErr, "Run 'mpspatch --help' for usage.")
 			}
 		}
 	}
+	d.safeOut.Flush()
 	if jsonOut {
 		if werr := d.sink.finish(out, failure); werr != nil {
-			fmt.Fprintf(stdio.Err, "mpspatch: write the JSON result: %v\n", werr)
+			fmt.Fprintf(safeErr, "mpspatch: write the JSON result: %v\n", werr)
 			if code == ExitOK {
 				code = ExitCheckFailed
 			}
 		}
 	}
+	safeErr.Flush()
 	return code
 }
 

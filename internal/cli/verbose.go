@@ -9,12 +9,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
 // traceEnvironment prints, for --verbose, what decides this run's behaviour: the version,
 // the working directory, the configuration file, and the environment variables mpspatch
-// and the tools it starts read. Values are printed as they are: they are the user's own.
+// and the tools it starts read. Values are printed as they are (they are the user's own),
+// but for credentials (redact.EnvVar): -v output ends up in CI logs, and the variable
+// [build.cache] password_env names is often MPSPATCH_something.
 func (d *deps) traceEnvironment(cmd *cobra.Command) {
 	w := d.io.Err
 	fmt.Fprintf(w, "mpspatch: version %s (%s, %s/%s)\n", currentVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
@@ -22,7 +25,8 @@ func (d *deps) traceEnvironment(cmd *cobra.Command) {
 	if wd, err := os.Getwd(); err == nil {
 		fmt.Fprintf(w, "mpspatch: working directory %s\n", wd)
 	}
-	switch cfg, err := d.config(); {
+	cfg, err := d.config()
+	switch {
 	case err != nil:
 		fmt.Fprintf(w, "mpspatch: config: %v\n", err)
 	case cfg.Path == "":
@@ -31,7 +35,10 @@ func (d *deps) traceEnvironment(cmd *cobra.Command) {
 		fmt.Fprintf(w, "mpspatch: config: %s\n", cfg.Path)
 	}
 	for _, kv := range tracedEnv(os.Environ()) {
-		fmt.Fprintf(w, "mpspatch: env %s\n", kv)
+		if pw := cfg.Build.Cache.PasswordEnv; pw != "" && strings.HasPrefix(kv, pw+"=") {
+			kv = pw + "=" + redact.Mask // whatever its name, it holds the cache's password
+		}
+		fmt.Fprintf(w, "mpspatch: env %s\n", redact.EnvVar(kv))
 	}
 }
 

@@ -302,12 +302,7 @@ func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOpt
 // renderVerify redraws the reports of an archived run (results.jsonl or `verify --json`
 // output) with this mpspatch, and exits as that run would have.
 func renderVerify(p *printer, opts *verifyOptions) error {
-	f, err := os.Open(opts.render)
-	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--render: %w", err))
-	}
-	defer f.Close()
-	rep, err := verify.ReadReport(f)
+	rep, err := verify.ReadReportFile(opts.render)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--render %s: %w", opts.render, err))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 //go:embed default.toml
@@ -312,10 +313,6 @@ func (c Config) validate(name string) *Error {
 	return c.Build.Cache.validate(name)
 }
 
-// secretName matches variable names that hold credentials; such values come from the
-// environment, never from a file that gets committed and shared.
-var secretName = lazyregexp.New(`(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|_KEY$|_KEY_ID$|^KEY$)`)
-
 func (bc BuildCache) validate(name string) *Error {
 	switch bc.Tool {
 	case "auto", "ccache", "sccache", "none":
@@ -325,17 +322,25 @@ func (bc BuildCache) validate(name string) *Error {
 	if bc.Remote != "" {
 		u, err := url.Parse(bc.Remote)
 		if err != nil || u.Scheme == "" {
-			return &Error{File: name, Key: "build.cache.remote", Msg: fmt.Sprintf("want a URL such as \"redis://cache.example:6379\", have %q", bc.Remote)}
+			return &Error{File: name, Key: "build.cache.remote", Msg: fmt.Sprintf("want a URL such as \"redis://cache.example:6379\", have %q", redact.URL(bc.Remote))}
 		}
 		if _, has := u.User.Password(); has {
 			return &Error{File: name, Key: "build.cache.remote", Msg: "holds a password: remove it and name the environment variable that holds it in build.cache.password_env"}
+		}
+		// A lone user-info part is a password to ccache (redis://SECRET@host) and a token
+		// to https hosts; only beside password_env is it the user name the password goes
+		// with.
+		if u.User != nil && u.User.Username() != "" && bc.PasswordEnv == "" {
+			return &Error{File: name, Key: "build.cache.remote", Msg: fmt.Sprintf("%s holds user-info, which ccache reads as a password (redis://SECRET@host): remove it and name the environment variable that holds the password in build.cache.password_env (a user name may stay beside it)", redact.URL(bc.Remote))}
 		}
 	}
 	if bc.PasswordEnv != "" && bc.Remote == "" {
 		return &Error{File: name, Key: "build.cache.password_env", Msg: "set, but build.cache.remote is empty"}
 	}
+	// Credentials come from the environment, never from a file that gets committed and
+	// shared.
 	for k := range bc.Env {
-		if secretName().MatchString(k) {
+		if redact.IsSecretName(k) {
 			return &Error{File: name, Key: "build.cache.env." + k, Msg: "looks like a secret: set it in the environment mpspatch runs in, not in the config file"}
 		}
 	}

@@ -60,6 +60,14 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "bad cache tool", in: "[build.cache]\ntool = \"distcc\"\n", wantErr: "build.cache.tool"},
 		{name: "password in the remote", in: "[build.cache]\nremote = \"redis://u:hunter2@cache.lan\"\n", wantErr: "build.cache.remote: holds a password"},
+		{name: "password-only user-info in a redis remote", in: "[build.cache]\nremote = \"redis://hunter2@cache.lan\"\n", wantErr: "build.cache.remote: redis://***@cache.lan holds user-info, which ccache reads as a password"},
+		{name: "token in an https remote", in: "[build.cache]\nremote = \"https://hunter2@cache.lan/webdav\"\n", wantErr: "build.cache.remote: https://***@cache.lan/webdav holds user-info"},
+		{name: "user name beside password_env", in: "[build.cache]\nremote = \"redis://alice@cache.lan\"\npassword_env = \"CACHE_PW\"\n", check: func(t *testing.T, c Config) {
+			if c.Build.Cache.Remote != "redis://alice@cache.lan" {
+				t.Errorf("remote: have %q", c.Build.Cache.Remote)
+			}
+		}},
+		{name: "unparseable remote with a password", in: "[build.cache]\nremote = \"redis://u:hunter2%zz@cache.lan\"\n", wantErr: "have \"redis://***@cache.lan\""},
 		{name: "secret in the cache env", in: "[build.cache]\nenv = { AWS_SECRET_ACCESS_KEY = \"x\" }\n", wantErr: "build.cache.env.AWS_SECRET_ACCESS_KEY: looks like a secret"},
 		{name: "token in the cache env", in: "[build.cache]\nenv = { ACTIONS_RUNTIME_TOKEN = \"x\" }\n", wantErr: "looks like a secret"},
 		{name: "password_env without remote", in: "[build.cache]\npassword_env = \"X\"\n", wantErr: "build.cache.password_env"},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/run"
 )
 
@@ -70,7 +71,8 @@ func (e *Error) Error() string {
 	if e.LogPath != "" {
 		b.WriteString(" (log: " + e.LogPath + ")")
 	}
-	return b.String()
+	// git's argv and its stderr can both hold a URL: the message is shown and logged.
+	return redact.Text(b.String())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -91,6 +93,11 @@ type call struct {
 	stdout io.Writer // in addition to the captured output
 	stderr io.Writer // in addition to the captured tail
 	env    []string  // added to the environment of this one command
+	// consume, when set, reads stdout as git writes it, instead of exec keeping it: for
+	// output as large as the objects it carries (cat-file --batch). exec then returns no
+	// stdout. An error from consume ends the read (git gets a closed pipe) and is returned
+	// unless git itself failed.
+	consume func(io.Reader) error
 }
 
 // exec runs one git command and returns its stdout. stderr is kept (its tail) for the
@@ -118,12 +125,25 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 		}
 		env = append(append([]string{}, env...), c.env...)
 	}
-	res, err := run.Run(ctx, run.Cmd{
-		Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,
-		Stdout: stdout, Stderr: stderr, LogPath: logPath,
-	})
-	if err == nil {
+	var res run.Result
+	var err, consumeErr error
+	if c.consume == nil {
+		res, err = run.Run(ctx, run.Cmd{
+			Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,
+			Stdout: stdout, Stderr: stderr, LogPath: logPath,
+		})
+	} else {
+		res, consumeErr, err = streamRun(ctx, run.Cmd{
+			Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin, Stderr: stderr, LogPath: logPath,
+		}, c.consume)
+	}
+	if err == nil && consumeErr == nil {
 		return out.Bytes(), nil
+	}
+	// What consume found wrong in the output explains a git that then died of the closed
+	// pipe; output that just ended early is explained by git's own failure, if any.
+	if consumeErr != nil && (err == nil || !errors.Is(consumeErr, io.ErrUnexpectedEOF) && !errors.Is(consumeErr, io.EOF)) {
+		return nil, fmt.Errorf("git %s: %w", c.op, consumeErr)
 	}
 	if ctx.Err() != nil {
 		return out.Bytes(), fmt.Errorf("git %s: %w", c.op, ctx.Err())
@@ -132,6 +152,39 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 		return nil, &NotFoundError{Bin: g.bin(), Err: err}
 	}
 	return out.Bytes(), &Error{Op: c.op, Args: c.args, Stderr: errTail.String(), LogPath: logPath, ExitCode: res.ExitCode, Err: err}
+}
+
+// streamRun runs c with its stdout read by consume as it comes: the output is never held
+// whole. It returns how the process ended, consume's error and the run's error. When
+// consume stops early the pipe is closed, so a process still writing gets EPIPE (or
+// SIGPIPE) rather than blocking.
+func streamRun(ctx context.Context, c run.Cmd, consume func(io.Reader) error) (run.Result, error, error) {
+	pr, pw := io.Pipe()
+	c.Stdout = pw
+	p, err := run.Start(ctx, c)
+	if err != nil {
+		pw.Close()
+		return run.Result{ExitCode: -1}, nil, err
+	}
+	type waited struct {
+		res run.Result
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		res, err := p.Wait()
+		pw.Close() // the reader sees EOF once the process and its output are done
+		done <- waited{res, err}
+	}()
+	consumeErr := consume(pr)
+	if consumeErr != nil {
+		pr.CloseWithError(consumeErr)
+	} else {
+		// Whatever follows what consume wanted (nothing, from a well-behaved git).
+		io.Copy(io.Discard, pr)
+	}
+	w := <-done
+	return w.res, consumeErr, w.err
 }
 
 // tailBuffer keeps the last max non-empty lines written to it. git progress uses \r to

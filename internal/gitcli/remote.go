@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"os"
@@ -14,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 // RemoteRef is one line of `git ls-remote`.
@@ -193,42 +198,98 @@ func (g *Git) ReadBlobs(ctx context.Context, dir string, oids []string) (map[str
 // ReadObjects reads the objects oids from the repository at dir with one `git cat-file
 // --batch` and lists those it lacks. It fetches nothing only when the repository has
 // no promisor remote (DropPromisor); otherwise git fetches each missing object alone.
+//
+// The output is read as git writes it, each object into a buffer of exactly its size, so a
+// 400 MB file costs 400 MB, not the several times that holding git's whole output and then
+// copying each object out of it did. Every object is checked against its ID (the hash of
+// its type, size and content): an object store that hands back other bytes (a damaged or
+// tampered cache) is a *CorruptObjectError, never content.
 func (g *Git) ReadObjects(ctx context.Context, dir string, oids []string) (map[string][]byte, []string, error) {
 	objs := map[string][]byte{}
 	if len(oids) == 0 {
 		return objs, nil, nil
 	}
+	for _, o := range oids {
+		if !objectIDRE().MatchString(o) {
+			return nil, nil, fmt.Errorf("git cat-file --batch: want a full hex object ID, have %q", truncate(o, 80))
+		}
+	}
 	in := strings.Join(oids, "\n") + "\n"
-	out, err := g.exec(ctx, call{op: "cat-file --batch", dir: dir, args: []string{"cat-file", "--batch"}, stdin: strings.NewReader(in)})
-	if err != nil {
+	var missing []string
+	consume := func(out io.Reader) error {
+		r := bufio.NewReaderSize(out, 64<<10)
+		for _, want := range oids {
+			hdr, err := r.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("short output: %w", noEOF(err))
+			}
+			f := strings.Fields(hdr)
+			if len(f) == 2 && f[1] == "missing" && f[0] == want {
+				missing = append(missing, f[0])
+				continue
+			}
+			if len(f) != 3 || f[0] != want {
+				return fmt.Errorf("unexpected header %q for object %s", truncate(hdr, 80), want)
+			}
+			size, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil || size < 0 || size > maxObjectSize {
+				return fmt.Errorf("unexpected header %q (size)", truncate(hdr, 80))
+			}
+			data := make([]byte, size)
+			if _, err := io.ReadFull(r, data); err != nil {
+				return fmt.Errorf("object %s: %w", want, noEOF(err))
+			}
+			if nl, err := r.ReadByte(); err != nil || nl != '\n' {
+				return fmt.Errorf("object %s: no newline after its %d bytes", want, size)
+			}
+			if have := objectID(f[1], data, len(want)); have != want {
+				return &CorruptObjectError{OID: want, Type: f[1], Have: have}
+			}
+			objs[want] = data
+		}
+		return nil
+	}
+	if _, err := g.exec(ctx, call{op: "cat-file --batch", dir: dir, args: []string{"cat-file", "--batch"}, stdin: strings.NewReader(in), consume: consume}); err != nil {
 		return nil, nil, err
 	}
-	var missing []string
-	r := bufio.NewReader(bytes.NewReader(out))
-	for range oids {
-		hdr, err := r.ReadString('\n')
-		if err != nil {
-			return nil, nil, fmt.Errorf("git cat-file --batch: short output: %w", err)
-		}
-		f := strings.Fields(hdr)
-		if len(f) == 2 && f[1] == "missing" {
-			missing = append(missing, f[0])
-			continue
-		}
-		if len(f) != 3 {
-			return nil, nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
-		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil {
-			return nil, nil, fmt.Errorf("git cat-file --batch: unexpected header %q", truncate(hdr, 80))
-		}
-		data := make([]byte, size+1) // the content and its terminating newline
-		if _, err := io.ReadFull(r, data); err != nil {
-			return nil, nil, fmt.Errorf("git cat-file --batch: object %s: %w", f[0], err)
-		}
-		objs[f[0]] = data[:size]
-	}
 	return objs, missing, nil
+}
+
+// objectIDRE matches a full object ID: SHA-1 or SHA-256.
+var objectIDRE = lazyregexp.New(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// maxObjectSize bounds the size a cat-file header may announce: a buffer that large is
+// allocated before a byte of the object is read.
+const maxObjectSize = 4 << 30
+
+// CorruptObjectError is an object whose content does not hash to its ID.
+type CorruptObjectError struct {
+	OID, Type string
+	Have      string // what the content hashes to
+}
+
+func (e *CorruptObjectError) Error() string {
+	return fmt.Sprintf("object %s is corrupt: its content (%s) hashes to %s", e.OID, e.Type, e.Have)
+}
+
+// objectID is the ID git gives an object of type typ with content data: SHA-1 for a
+// 40-hex repository, SHA-256 for a 64-hex one.
+func objectID(typ string, data []byte, hexLen int) string {
+	var h hash.Hash = sha1.New()
+	if hexLen == 64 {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// noEOF turns an EOF in the middle of the output into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // InitBare creates a bare repository at dir (git init is safe to re-run).
@@ -286,6 +347,12 @@ func CheckURL(raw string) error {
 		if u.Scheme != "file" && u.Host == "" {
 			return urlErrorf("upstream url %s: no host", RedactURL(raw))
 		}
+		if _, has := u.User.Password(); has && u.Scheme != "https" {
+			// git hands "user:password" to ssh as the login name (ssh takes no password
+			// from a URL), and git:// and file:// have no logins: the password would only
+			// travel, in argv, .git/config and the log, without ever being used.
+			return urlErrorf("upstream url %s: holds a password, which git cannot use over %s; remove it (ssh authenticates with a key or ssh-agent)", RedactURL(raw), u.Scheme)
+		}
 		return nil
 	case "":
 		return urlErrorf("upstream url %s: want https://, ssh://, git:// or file:// (or user@host:path)", RedactURL(raw))
@@ -294,17 +361,8 @@ func CheckURL(raw string) error {
 }
 
 // RedactURL hides the credentials of a URL: "https://user:token@host/x" becomes
-// "https://***@host/x". Anything that does not parse as a URL with credentials is
-// returned as is.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil || u.Scheme == "" {
-		return raw
-	}
-	u.User = nil
-	s := u.String()
-	return strings.Replace(s, "://", "://***@", 1)
-}
+// "https://***@host/x", whether or not net/url can parse it (redact.URL has the rule).
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // WithCredentials returns a Git that talks to rawURL's host with rawURL's credentials,
 // and the URL without them. The credentials travel as an HTTP Authorization header set

@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mpspatch/mpspatch/internal/redact"
 )
 
 // Cmd describes one process to start.
@@ -32,6 +35,18 @@ type Cmd struct {
 	Timeout time.Duration
 	// KillGrace is how long the group has after SIGTERM before SIGKILL (default 2s).
 	KillGrace time.Duration
+	// OutputLimit, when positive, is the most bytes the child may write to stdout and
+	// stderr together (the log gets no more either): past it the rest is dropped, the
+	// process group is killed, and the run fails with Result.OverLimit set. For children
+	// whose answer is small and whose output nobody should have to hold (an interpreter
+	// probe), so one that prints without end costs a bounded amount of memory.
+	OutputLimit int64
+	// WaitDelay, when positive, is how long Wait waits for the child's output to end
+	// after the child itself has exited: a process it left behind holding stdout or
+	// stderr (a daemon, a grandchild outside its process group) would otherwise keep
+	// Wait waiting for as long as it lives. Past it the pipes are closed and
+	// Result.Orphaned is set. Zero waits for the output to end, however long.
+	WaitDelay time.Duration
 }
 
 // Result is what a finished process left behind.
@@ -39,12 +54,19 @@ type Result struct {
 	ExitCode int            // -1 when killed by a signal
 	Signal   syscall.Signal // non-zero when killed by a signal
 	TimedOut bool
+	// OverLimit is Cmd.OutputLimit when the child wrote more than it (and was killed).
+	OverLimit int64
+	// Orphaned says the child exited but something it started kept its output open
+	// past Cmd.WaitDelay; the output was cut there and the process group killed.
+	Orphaned bool
 	Duration time.Duration
 }
 
 // String renders the outcome as a person would say it.
 func (r Result) String() string {
 	switch {
+	case r.OverLimit > 0:
+		return fmt.Sprintf("killed after writing more than %s of output (the limit)", byteSize(r.OverLimit))
 	case r.TimedOut:
 		return fmt.Sprintf("timed out after %s", r.Duration.Round(time.Millisecond))
 	case r.Signal != 0:
@@ -52,6 +74,17 @@ func (r Result) String() string {
 	default:
 		return fmt.Sprintf("exit status %d", r.ExitCode)
 	}
+}
+
+// byteSize renders n as a person would read it: "1 MiB", "64 KiB", "100 bytes".
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // ExitError reports a process that ran but did not exit 0.
@@ -99,6 +132,8 @@ type Process struct {
 	c       Cmd
 	start   time.Time
 	log     *os.File
+	logOut  *redact.Writer // the log, credentials taken out of what the child writes
+	budget  *outputBudget  // nil without Cmd.OutputLimit
 	done    chan struct{}
 	timeout atomic.Bool // set by the watcher goroutine, read by Wait
 }
@@ -139,13 +174,22 @@ func Start(ctx context.Context, c Cmd) (*Process, error) {
 		if err != nil {
 			return nil, fmt.Errorf("run %s: open log: %w", c.Argv[0], err)
 		}
-		fmt.Fprintf(f, "$ %s\n", quoteArgv(c.Argv))
+		fmt.Fprintf(f, "$ %s\n", QuoteArgv(c.Argv))
 		p.log = f
-		stdout = tee(stdout, f)
-		stderr = tee(stderr, f)
+		// Tools echo URLs (git: "fatal: unable to access 'https://...'"); the log is a file
+		// people attach to bug reports, so it gets what the terminal gets: no credentials.
+		p.logOut = redact.NewWriter(f)
+		stdout = tee(stdout, p.logOut)
+		stderr = tee(stderr, p.logOut)
+	}
+	if c.OutputLimit > 0 {
+		p.budget = &outputBudget{left: c.OutputLimit, limit: c.OutputLimit, exceeded: func() { go p.Kill() }}
+		stdout = &budgetWriter{b: p.budget, w: stdout}
+		stderr = &budgetWriter{b: p.budget, w: stderr}
 	}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
+	cmd.WaitDelay = c.WaitDelay
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		if p.log != nil {
@@ -198,18 +242,26 @@ func (p *Process) Wait() (Result, error) {
 	// The group may still hold grandchildren that outlived the leader; do not leak them.
 	killGroup(p.cmd, syscall.SIGKILL)
 	res := Result{Duration: time.Since(p.start), TimedOut: p.timeout.Load()}
-	if p.log != nil {
-		fmt.Fprintf(p.log, "# %s\n", res.withState(p.cmd.ProcessState))
-		p.log.Close()
+	if p.budget != nil && p.budget.over.Load() {
+		res.OverLimit = p.budget.limit
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The child exited 0; what it left behind held the pipes until WaitDelay.
+		res.Orphaned, err = true, nil
 	}
 	res = res.withState(p.cmd.ProcessState)
+	if p.log != nil {
+		p.logOut.Flush()
+		fmt.Fprintf(p.log, "# %s\n", res)
+		p.log.Close()
+	}
 	if err != nil {
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
+		if !errors.As(err, &ee) && !errors.Is(err, errOverLimit) {
 			return res, fmt.Errorf("run %s: %w", p.c.Argv[0], err)
 		}
 	}
-	if res.ExitCode != 0 || res.TimedOut {
+	if res.ExitCode != 0 || res.TimedOut || res.OverLimit > 0 {
 		return res, &ExitError{Argv: p.c.Argv, Result: res, LogPath: p.c.LogPath}
 	}
 	return res, nil
@@ -226,6 +278,50 @@ func (r Result) withState(ps *os.ProcessState) Result {
 		r.ExitCode = -1
 	}
 	return r
+}
+
+// errOverLimit stops the copy of a child's output at Cmd.OutputLimit; exec then closes
+// the pipe, so the child's next write fails.
+var errOverLimit = errors.New("output limit reached")
+
+// outputBudget is what is left of Cmd.OutputLimit, shared by stdout and stderr.
+type outputBudget struct {
+	mu       sync.Mutex
+	left     int64
+	limit    int64
+	over     atomic.Bool
+	exceeded func() // called once, when the limit is first passed
+}
+
+// take returns how many of n bytes may still pass, and notes a limit passed.
+func (b *outputBudget) take(n int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := int(min(int64(n), b.left))
+	b.left -= int64(k)
+	if k < n && !b.over.Swap(true) {
+		b.exceeded()
+	}
+	return k
+}
+
+// budgetWriter passes what the budget allows on to w and drops the rest.
+type budgetWriter struct {
+	b *outputBudget
+	w io.Writer
+}
+
+func (bw *budgetWriter) Write(p []byte) (int, error) {
+	k := bw.b.take(len(p))
+	if k > 0 && bw.w != nil {
+		if n, err := bw.w.Write(p[:k]); err != nil {
+			return n, err
+		}
+	}
+	if k < len(p) {
+		return k, errOverLimit
+	}
+	return k, nil
 }
 
 func tee(w io.Writer, log io.Writer) io.Writer {
@@ -248,12 +344,16 @@ func quoteArgv(argv []string) string {
 }
 
 // DisplayArgv renders argv for a one-line message: an inline script (`python -c "..."`,
-// any argument with a newline) shows as <script, N lines>, and a very long argument is cut,
-// so an error stays one paragraph. Logs keep the whole argv (QuoteArgv).
+// any argument with a newline) shows as <script, N lines>, a very long argument is cut,
+// so an error stays one paragraph, and URLs show without credentials. Logs keep the whole
+// argv (QuoteArgv).
 func DisplayArgv(argv []string) string {
 	const maxArg = 120
 	parts := make([]string, len(argv))
 	for i, a := range argv {
+		// Redacted before it is cut: a cut through the user-info would leave no '@' to
+		// tell it by.
+		a = redact.Text(a)
 		switch {
 		case strings.Contains(a, "\n"):
 			parts[i] = fmt.Sprintf("<script, %d lines>", strings.Count(strings.TrimRight(a, "\n"), "\n")+1)
@@ -267,5 +367,11 @@ func DisplayArgv(argv []string) string {
 }
 
 // QuoteArgv renders argv as a shell would need it typed, for logs and traces (never to be
-// run through a shell: processes start from argv).
-func QuoteArgv(argv []string) string { return quoteArgv(argv) }
+// run through a shell: processes start from argv), URLs without their credentials.
+func QuoteArgv(argv []string) string {
+	red := make([]string, len(argv))
+	for i, a := range argv {
+		red[i] = redact.Text(a)
+	}
+	return quoteArgv(red)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -114,5 +115,76 @@ func TestExitErrorHidesInlineScripts(t *testing.T) {
 	}
 	if !strings.HasPrefix(have, "python3 -c <script, 3 lines> xxx") || !strings.HasSuffix(have, "...: exit status 3") {
 		t.Errorf("have %q", have)
+	}
+}
+
+// A child that writes without end is stopped at OutputLimit: no more than the limit
+// reaches the caller's writer or the log, the group is killed, and the run fails saying so.
+func TestOutputLimit(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "x.log")
+	var out bytes.Buffer
+	const limit = 64 << 10
+	res, err := Run(context.Background(), Cmd{
+		Argv: []string{"sh", "-c", "trap '' PIPE TERM; while :; do echo yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy; done"}, Stdout: &out,
+		LogPath: log, OutputLimit: limit, KillGrace: 100 * time.Millisecond,
+	})
+	var ee *ExitError
+	if !errors.As(err, &ee) || res.OverLimit != limit {
+		t.Fatalf("have %+v, %v; want an *ExitError with OverLimit %d", res, err, limit)
+	}
+	if !strings.Contains(err.Error(), "more than 64 KiB of output") {
+		t.Errorf("error %q does not say the output was over the limit", err)
+	}
+	if out.Len() > limit {
+		t.Errorf("the caller got %d bytes, more than the limit %d", out.Len(), limit)
+	}
+	if fi, err := os.Stat(log); err != nil || fi.Size() > limit+4096 {
+		t.Errorf("log: %v, %d bytes; want at most the limit and the header and result lines", err, fi.Size())
+	}
+	// Under the limit nothing changes.
+	if _, err := Run(context.Background(), Cmd{Argv: []string{"sh", "-c", "echo fine"}, OutputLimit: limit}); err != nil {
+		t.Errorf("a child under the limit failed: %v", err)
+	}
+}
+
+// A child that exits leaving a process that holds its stdout (outside its process group,
+// so nothing kills it) does not keep Wait waiting past WaitDelay.
+func TestWaitDelayCutsOrphanedOutput(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	// setsid: the sleeper leaves the group, as a daemon would; it holds stdout open.
+	script := "setsid sleep 30 & echo answer"
+	if _, err := exec.LookPath("setsid"); err != nil {
+		script = "(trap '' TERM HUP; exec sleep 30) & echo answer"
+	}
+	res, err := Run(context.Background(), Cmd{Argv: []string{"sh", "-c", script}, Stdout: &out, WaitDelay: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("the child exited 0: %v", err)
+	}
+	if !res.Orphaned || out.String() != "answer\n" {
+		t.Errorf("have %+v, output %q; want Orphaned and the answer", res, out.String())
+	}
+}
+
+// The log and every rendering of a command line show URLs without credentials.
+func TestLogRedactsCredentials(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "x.log")
+	argv := []string{"sh", "-c", "echo fatal: unable to access https://ci:s3cret@h/x.git; echo ssh://bob:pw2@h >&2; exit 3", "https://tok3n@h/y"}
+	_, err := Run(context.Background(), Cmd{Argv: argv, LogPath: log})
+	if err == nil {
+		t.Fatal("want exit 3")
+	}
+	data, _ := os.ReadFile(log)
+	for _, s := range []string{string(data), err.Error(), QuoteArgv(argv), DisplayArgv(argv)} {
+		for _, secret := range []string{"s3cret", "pw2", "tok3n"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%q shows %s", s, secret)
+			}
+		}
+	}
+	if !strings.Contains(string(data), "https://***@h/x.git") || !strings.Contains(string(data), "# exit status 3") {
+		t.Errorf("log:\n%s", data)
 	}
 }

@@ -327,3 +327,113 @@ func BenchmarkClone(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckUpstreamLargeFile measures the peak memory (maximum resident set) of
+// `check --upstream` when the series touches one large file, cold cache and warm: the blob
+// is read from git as it streams, into a buffer of its size, and the engine's output is
+// the one other copy. It reports the peak of the mpspatch process (its VmHWM, read from
+// /proc while it runs: Linux only; the rusage of a child started from this process would
+// count this process's own memory, which the fork copied, with 400 MB of test data in it),
+// and that peak against the file's size. MPSPATCH_BENCH_LARGE_MB sets the size (default
+// 400, the case issue 19 measured at 1.8 GB).
+//
+//	go test -run='^$' -bench=CheckUpstreamLargeFile -benchtime=1x ./internal/upstream
+func BenchmarkCheckUpstreamLargeFile(b *testing.B) {
+	mb := 400
+	if v := os.Getenv("MPSPATCH_BENCH_LARGE_MB"); v != "" {
+		if _, err := fmt.Sscan(v, &mb); err != nil || mb < 1 {
+			b.Fatalf("MPSPATCH_BENCH_LARGE_MB=%q: want a number of MB", v)
+		}
+	}
+	root := b.TempDir()
+	const path = "aten/src/ATen/mps/Large.mm"
+	var text strings.Builder
+	for i := 0; text.Len() < mb*1000*1000; i++ {
+		fmt.Fprintf(&text, "    auto value_%d = compute(tensor, stream, device, %d); // a line of a large file\n", i, i)
+	}
+	base := map[string]string{path: text.String()}
+	text.Reset()
+	ids, err := gitserver.BuildRepo(filepath.Join(root, "srv", "up.git"), []gitserver.Commit{{Message: "base", Files: base, AnnotatedTags: []string{"v1"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, pdir := makeSeriesDir(b, base, []string{path}, func(p string) string {
+		lines := strings.SplitAfterN(base[p], "\n", 6)
+		lines[4] = "    PATCHED LINE\n"
+		return strings.Join(lines, "")
+	})
+	size := len(base[path])
+	base = nil
+	srv, err := gitserver.Start(filepath.Join(root, "srv"), gitserver.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	bin := os.Getenv("MPSPATCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, "mpspatch")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/mpspatch/mpspatch/cmd/mpspatch").CombinedOutput(); err != nil {
+			b.Fatalf("build mpspatch: %v: %s", err, out)
+		}
+	}
+	cfg := filepath.Join(root, "mpspatch.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[upstream]\nurl = %q\ntag = \"v1\"\ncommit = %q\n", srv.URL+"/up.git", ids[0])), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	os.MkdirAll(home, 0o755)
+	env := append(gitcli.DeterministicEnv(home), srv.Env()...)
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("reads the peak resident set from /proc/PID/status: Linux only")
+	}
+	// peak returns the peak resident set of the mpspatch process, in MB.
+	peak := func(cache string) float64 {
+		cmd := exec.Command(bin, "--config", cfg, "check", "--upstream", "v1", "--patches", pdir)
+		cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+cache)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		// VmHWM only grows; the last reading before the exit is the process's peak, but
+		// for what it adds in the moments between that reading and its exit.
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		done := make(chan struct{})
+		var hwm float64
+		go func() {
+			defer close(done)
+			for {
+				data, err := os.ReadFile(status)
+				if err != nil {
+					return
+				}
+				_, rest, ok := strings.Cut(string(data), "VmHWM:")
+				if !ok {
+					return // a zombie: its memory is gone
+				}
+				var kb float64
+				fmt.Sscan(rest, &kb)
+				hwm = max(hwm, kb*1024/1e6)
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		err := cmd.Wait()
+		<-done
+		if err != nil || !strings.Contains(out.String(), "exact") {
+			b.Fatalf("check --upstream: %v\n%s", err, out.String())
+		}
+		return hwm
+	}
+	var cold, warm float64
+	for i := 0; i < b.N; i++ {
+		cache := filepath.Join(root, fmt.Sprintf("cache-%d", i))
+		cold = max(cold, peak(cache))
+		warm = max(warm, peak(cache))
+		os.RemoveAll(cache)
+	}
+	fileMB := float64(size) / 1e6
+	b.ReportMetric(fileMB, "file-MB")
+	b.ReportMetric(cold, "cold-peak-MB")
+	b.ReportMetric(warm, "warm-peak-MB")
+	b.ReportMetric(max(cold, warm)/fileMB, "peak/file")
+}

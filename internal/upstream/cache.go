@@ -242,15 +242,6 @@ func (s *Snapshot) ReadFile(p string) (series.File, error) {
 	return s.files[p], nil
 }
 
-// Snapshot reads paths at commit (which the cache must hold: EnsureCommits).
-func (r *Repo) Snapshot(ctx context.Context, commit string, paths []string, progress func(string)) (*Snapshot, error) {
-	snaps, err := r.Snapshots(ctx, []string{commit}, paths, progress)
-	if err != nil {
-		return nil, err
-	}
-	return snaps[0], nil
-}
-
 // Snapshots reads paths at each of commits (which the cache must hold: EnsureCommits),
 // fetching first, in one request for all of them, the blobs the cache lacks, and reading
 // them all with one git cat-file --batch.
@@ -262,7 +253,7 @@ func (r *Repo) Snapshots(ctx context.Context, commits, paths []string, progress 
 	for i, commit := range commits {
 		entries, err := r.git.LsTree(ctx, r.Dir, commit, paths)
 		if err != nil {
-			return nil, fmt.Errorf("list %s at %s: %w", plural(len(paths), "path"), short(commit), err)
+			return nil, r.damaged(ctx, fmt.Errorf("list %s at %s: %w", plural(len(paths), "path"), short(commit), err))
 		}
 		snaps[i] = &Snapshot{Commit: commit, files: map[string]series.File{}, refuse: map[string]string{}}
 		byPath[i] = map[string]gitcli.TreeEntry{}
@@ -281,7 +272,7 @@ func (r *Repo) Snapshots(ctx context.Context, commits, paths []string, progress 
 	oids = uniq(oids)
 	blobs, missing, err := r.git.ReadObjects(ctx, r.Dir, oids)
 	if err != nil {
-		return nil, fmt.Errorf("read the series' files: %w", err)
+		return nil, r.damaged(ctx, fmt.Errorf("read the series' files: %w", err))
 	}
 	if len(missing) > 0 {
 		if progress != nil {
@@ -295,9 +286,12 @@ func (r *Repo) Snapshots(ctx context.Context, commits, paths []string, progress 
 			return nil, fmt.Errorf("fetch the series' files from %s: %w", r.URL, err)
 		}
 		r.stats.BlobsFetched += len(missing)
+		// An object git still cannot read after fetching it is there but damaged (git
+		// reads a loose object it cannot inflate as missing, and a fetch does not replace
+		// an object file that exists).
 		fetched, err := r.git.ReadBlobs(ctx, r.Dir, missing)
 		if err != nil {
-			return nil, fmt.Errorf("read the series' files: %w", err)
+			return nil, r.damaged(ctx, fmt.Errorf("read the series' files: %w", err))
 		}
 		for k, v := range fetched {
 			blobs[k] = v
@@ -314,6 +308,56 @@ func (r *Repo) Snapshots(ctx context.Context, commits, paths []string, progress 
 		}
 	}
 	return snaps, nil
+}
+
+// DamagedError says the cached repository cannot be read as it should: an object that does
+// not hash to its ID, or that git cannot read or find where the cache says it is. The
+// cache is a copy of the remote, never the only one: Check discards it and fetches again.
+type DamagedError struct {
+	Dir string
+	Err error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("upstream cache %s is damaged: %v", e.Dir, e.Err)
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// damaged marks err, a failure to read the cached repository, as damage, unless it is
+// no fault of the repository's (an interrupt, no git at all).
+func (r *Repo) damaged(ctx context.Context, err error) error {
+	var nf *gitcli.NotFoundError
+	if ctx.Err() != nil || errors.As(err, &nf) {
+		return err
+	}
+	return &DamagedError{Dir: r.Dir, Err: err}
+}
+
+// reset replaces the cached repository with an empty one.
+func (r *Repo) reset(ctx context.Context) error {
+	if err := os.RemoveAll(r.Dir); err != nil {
+		return fmt.Errorf("upstream cache: discard %s: %w", r.Dir, err)
+	}
+	return r.create(ctx)
+}
+
+// healingSnapshots is Snapshots that, when the cache turns out to be damaged, says so
+// through warn, discards the repository and fetches everything again, once.
+func (r *Repo) healingSnapshots(ctx context.Context, commits, paths []string, progress, warn func(string)) ([]*Snapshot, error) {
+	snaps, err := r.Snapshots(ctx, commits, paths, progress)
+	var de *DamagedError
+	if !errors.As(err, &de) {
+		return snaps, err
+	}
+	warn(fmt.Sprintf("%v; discarded it and fetched again", de))
+	if err := r.reset(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.EnsureCommits(ctx, commits, progress); err != nil {
+		return nil, err
+	}
+	return r.Snapshots(ctx, commits, paths, progress)
 }
 
 // Clean removes everything the cache holds, waiting for runs that use it to finish.

@@ -14,6 +14,12 @@
 // there (absorbed: its reverse applies), and would a three-way merge against the pinned
 // base take it (git merge-file on the base, patched-base and REF versions of each file).
 //
+// The cache is a copy, never trusted: every object read from it is checked against its ID
+// as it streams out of git cat-file --batch (into a buffer of its own size, so a large file
+// costs its size once), and a cache that cannot be read as it should (an object that is
+// damaged, missing after a fetch, or hashes to another ID) is discarded and fetched again,
+// once, with a warning in the report.
+//
 // Concurrent runs share the cache safely: a run holds the cache's shared lock and its
 // repository's exclusive lock; Clean takes the cache's lock exclusively. The package never
 // prints; progress goes to a callback.

@@ -33,8 +33,9 @@ type Report struct {
 	Patches []string `json:"patches"`
 	Columns []Column `json:"refs"`
 	Stats   Stats    `json:"stats"`
-	// Warnings say what could not be asked: the pinned base missing from --url's
-	// repository, so conflicts were not tried as three-way merges.
+	// Warnings say what could not be asked (the pinned base missing from --url's
+	// repository, so conflicts were not tried as three-way merges), and what was repaired
+	// on the way (a damaged cache, discarded and fetched again).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -76,7 +77,9 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 	for _, p := range opts.Series.Patches {
 		paths = append(paths, p.Paths()...)
 	}
-	snaps, err := repo.Snapshots(ctx, commits, paths, opts.Progress)
+	var warnings []string
+	warn := func(w string) { warnings = append(warnings, w) }
+	snaps, err := repo.healingSnapshots(ctx, commits, paths, opts.Progress, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +89,6 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 			baseSnap = snaps[i]
 		}
 	}
-	var warnings []string
 	baseTried := false
 	// The base is fetched on the first conflict only. A base the repository does not
 	// have (a --url mirror without that commit) is no reason to fail the check: the
@@ -103,12 +105,12 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 			warnings = append(warnings, fmt.Sprintf("three-way merges not tried: fetch the pinned base %s: %v", short(opts.Base), err))
 			return nil, nil
 		}
-		s, err := repo.Snapshot(ctx, opts.Base, paths, opts.Progress)
+		s, err := repo.healingSnapshots(ctx, []string{opts.Base}, paths, opts.Progress, warn)
 		if err != nil {
 			return nil, fmt.Errorf("read the pinned base for three-way merges: %w", err)
 		}
-		baseSnap = s
-		return s, nil
+		baseSnap = s[0]
+		return s[0], nil
 	}
 	if opts.Base == "" {
 		base = nil

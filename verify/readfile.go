@@ -1,0 +1,54 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxReportFile bounds the results file ReadReportFile reads: a full-profile run with
+// every repetition writes a few MiB.
+const MaxReportFile = 256 << 20
+
+// ReadReportFile is ReadReport on the file name: a regular file of at most MaxReportFile
+// bytes. A FIFO, a device or a directory is refused at once, never waited on or read
+// without end.
+func ReadReportFile(name string) (*Report, error) {
+	f, err := openRegular(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadReport(&limitedReader{r: f, left: MaxReportFile})
+}
+
+// checkRegular refuses an open file that is not a regular file.
+func checkRegular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+	}
+	return nil
+}
+
+// limitedReader is io.LimitReader that fails, rather than ends quietly, at the limit: a
+// report cut short must not pass for a whole one.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, fmt.Errorf("larger than %d MiB; refusing to read further", MaxReportFile>>20)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
