@@ -62,10 +62,18 @@ func DiffPrefixes(raw []byte) (PrefixStyle, []FileHeader, error) {
 		return fits[0], heads[0], nil
 	}
 	if len(fits) == 0 {
-		return PrefixStyle{}, nil, fmt.Errorf("line %d: the file headers (`diff --git`, ---/+++, rename lines) do not agree on one path under any prefix style; want `diff --git a/PATH b/PATH` as git format-patch writes it", secs[0].line)
+		return PrefixStyle{}, nil, &PrefixError{Line: secs[0].line, Msg: "the file headers (`diff --git`, ---/+++, rename lines) do not agree on one path under any prefix style; want `diff --git a/PATH b/PATH` as git format-patch writes it"}
 	}
-	return PrefixStyle{}, nil, fmt.Errorf("line %d: cannot tell the path prefixes of this diff (it reads as %q/%q and as %q/%q); re-export it with git format-patch's default a/ b/ prefixes", secs[0].line, fits[0].Src, fits[0].Dst, fits[1].Src, fits[1].Dst)
+	return PrefixStyle{}, nil, &PrefixError{Line: secs[0].line, Msg: fmt.Sprintf("cannot tell the path prefixes of this diff (it reads as %q/%q and as %q/%q); re-export it with git format-patch's default a/ b/ prefixes", fits[0].Src, fits[0].Dst, fits[1].Src, fits[1].Dst)}
 }
+
+// PrefixError says at which `diff --git` line the prefixes could not be told.
+type PrefixError struct {
+	Line int
+	Msg  string
+}
+
+func (e *PrefixError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // headerSections reads each file's header lines (up to its first hunk or binary patch).
 func headerSections(raw []byte) []headerSection {

@@ -410,18 +410,28 @@ func ParsePatch(p *Patch) []Problem {
 			}
 		}
 	}
-	if st, _, err := DiffPrefixes(raw); err != nil {
-		add(0, "%v", err)
-	} else if st != GitDefault {
-		line := 0
-		if secs := headerSections(raw); len(secs) > 0 {
-			line = secs[0].line
-		}
-		add(line, "the diff names its paths with prefixes %q and %q, not a/ and b/ (written with diff.noprefix or diff.mnemonicPrefix?); read as git apply -p1 reads them it would patch other files: `mpspatch import` rewrites such a mail", st.Src, st.Dst)
-	}
 	for i, f := range files {
 		for _, prob := range checkFile(f) {
 			add(diffLine(raw, f, i), "%s", prob)
+		}
+	}
+	// Prefixes last, and only for a patch with no other problem: a hostile path (an
+	// absolute rename target, say) also makes the headers disagree, and is said better
+	// above.
+	if len(probs) == 0 {
+		if st, _, err := DiffPrefixes(raw); err != nil {
+			var pe *PrefixError
+			if errors.As(err, &pe) {
+				add(pe.Line, "%s", pe.Msg)
+			} else {
+				add(0, "%v", err)
+			}
+		} else if st != GitDefault {
+			line := 0
+			if secs := headerSections(raw); len(secs) > 0 {
+				line = secs[0].line
+			}
+			add(line, "the diff names its paths with prefixes %q and %q, not a/ and b/ (written with diff.noprefix or diff.mnemonicPrefix?); read as git apply -p1 reads them it would patch other files: `mpspatch import` rewrites such a mail", st.Src, st.Dst)
 		}
 	}
 	return probs

@@ -120,6 +120,8 @@ func TestLoadProblems(t *testing.T) {
 			[]string{"0001-a.patch:1: mail header: unrecognized patch header format"}},
 		{"bad test trailer", map[string]string{"series": "0001-a.patch\n", "0001-a.patch": mail("a.txt", "run the linear test")},
 			[]string{"0001-a.patch:9: Test: \"run the linear test\": want FILE.py::NAME"}},
+		{"no a/ b/ prefixes", map[string]string{"series": "0001-a.patch\n", "0001-a.patch": strings.NewReplacer("a/a.txt", "src/x.c", "b/a.txt", "src/x.c").Replace(goodMail)},
+			[]string{"0001-a.patch:", "prefixes \"\" and \"\", not a/ and b/"}},
 		{"series-id trailer", map[string]string{"series": "0001-a.patch\n", "0001-a.patch": strings.Replace(mail("a.txt", "test_a.py::test_b"), "Test: test_a.py::test_b\n", "Test: test_a.py::test_b\nSeries-Id: 0001\n", 1)},
 			[]string{"0001-a.patch:10: Series-Id: 0001: that trailer belongs on a commit, never in a patch file"}},
 		{"dotdot path", map[string]string{"series": "0001-a.patch\n", "0001-a.patch": mail("../../etc/passwd", "test_a.py::test_b")},
