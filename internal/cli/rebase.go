@@ -250,7 +250,7 @@ func setUpstreamCommit(path, commit, name string) error {
 
 func rebaseError(err error) error {
 	switch {
-	case errors.Is(err, stack.ErrNoRebase), errors.Is(err, stack.ErrInProgress):
+	case errors.Is(err, stack.ErrNoRebase), errors.Is(err, stack.ErrInProgress), errors.Is(err, stack.ErrBadState):
 		return withCode(ExitUsage, err)
 	case errors.Is(err, stack.ErrUnresolved):
 		return withCode(ExitConflict, err)
