@@ -32,6 +32,13 @@ type Cmd struct {
 	Timeout time.Duration
 	// KillGrace is how long the group has after SIGTERM before SIGKILL (default 2s).
 	KillGrace time.Duration
+	// DieWithParent has the kernel SIGKILL the child when mpspatch dies, however it dies
+	// (SIGKILL included), where the kernel can (Linux). The child's own group keeps
+	// terminal signals from it, so without this a killed mpspatch leaves it running. For
+	// work a re-run redoes (a clone), where a survivor would only collide with the re-run;
+	// the caller still finds and stops survivors where the kernel cannot do this, and the
+	// children the child starts (which do not inherit it).
+	DieWithParent bool
 }
 
 // Result is what a finished process left behind.
@@ -131,6 +138,9 @@ func Start(ctx context.Context, c Cmd) (*Process, error) {
 	}
 	cmd.Stdin = c.Stdin
 	setProcessGroup(cmd)
+	if c.DieWithParent {
+		setDieWithParent(cmd)
+	}
 
 	p := &Process{cmd: cmd, c: c, done: make(chan struct{})}
 	stdout, stderr := c.Stdout, c.Stderr
