@@ -119,7 +119,10 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	}
 	g, url := g.WithCredentials(up.URL)
 
-	resumed := gitcli.CloneInterrupted(dir)
+	resumed, err := gitcli.InterruptedClone(dir)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
 	if !resumed {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			return cloneNoop(ctx, p, g, dir, up.Commit, cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Full: opts.full})
@@ -269,8 +272,9 @@ func checkEmptyDir(dir string) error {
 	}
 	for _, e := range entries {
 		// mpspatch's own state (the logs of `mpspatch run`, which starts logging before
-		// the clone exists) does not make a directory "not empty".
-		if e.Name() == ".mpspatch" && e.IsDir() {
+		// the clone exists), and the .git a clone killed at its very start was making,
+		// do not make a directory "not empty".
+		if (e.Name() == ".mpspatch" || e.Name() == gitcli.CloneStage) && e.IsDir() {
 			continue
 		}
 		return fmt.Errorf("clone into %s: the directory is not empty (holds %s); choose another --dir or remove it", dir, e.Name())

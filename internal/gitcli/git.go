@@ -91,6 +91,8 @@ type call struct {
 	stdout io.Writer // in addition to the captured output
 	stderr io.Writer // in addition to the captured tail
 	env    []string  // added to the environment of this one command
+	// dieWithParent: git dies with mpspatch (run.Cmd.DieWithParent).
+	dieWithParent bool
 }
 
 // exec runs one git command and returns its stdout. stderr is kept (its tail) for the
@@ -120,7 +122,7 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 	}
 	res, err := run.Run(ctx, run.Cmd{
 		Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,
-		Stdout: stdout, Stderr: stderr, LogPath: logPath,
+		Stdout: stdout, Stderr: stderr, LogPath: logPath, DieWithParent: c.dieWithParent,
 	})
 	if err == nil {
 		return out.Bytes(), nil
