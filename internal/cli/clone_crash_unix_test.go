@@ -163,3 +163,24 @@ func killCloneChild(t *testing.T, cfg, dir string, rng *rand.Rand, took time.Dur
 	_ = cmd.Wait()
 	return what
 }
+
+// TestCloneRefusesAForeignMarker: a directory whose .git holds a clone marker that this
+// user's mpspatch did not write there (planted, copied, or an older mpspatch's) is not
+// resumed: exit 2, and its lock files stay.
+func TestCloneRefusesAForeignMarker(t *testing.T) {
+	isolateGit(t)
+	url, pinned := upstreamRepo(t)
+	cfg := writeConfigTag(t, url, "", pinned)
+	dir := filepath.Join(t.TempDir(), "pytorch")
+	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".git", gitcli.CloneMarker), []byte(pinned+"\n"), 0o644)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	os.WriteFile(lock, nil, 0o644)
+	code, _, stderr := runMain(t, "--config", cfg, "clone", "--dir", dir)
+	if code != ExitUsage || !strings.Contains(stderr, "the clone marker was not written by this user's mpspatch for this directory") {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, stderr)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the lock was removed: %v", err)
+	}
+}
