@@ -105,9 +105,23 @@ func InterruptedClone(dir string) (bool, error) {
 	return err == nil, err
 }
 
+// canonicalDir is the absolute path of dir with symbolic links resolved (as far as it
+// exists), which the marker records: the same directory named another way (macOS's /tmp
+// and /private/tmp) is still the same clone.
+func canonicalDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
+}
+
 // readCloneMarker reads and authenticates dir's marker; nil when there is none.
 func readCloneMarker(dir string, key []byte) (*cloneMarker, error) {
-	abs, err := filepath.Abs(dir)
+	abs, err := canonicalDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +274,11 @@ func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOpti
 		if _, err := rand.Read(id); err != nil {
 			return fmt.Errorf("git clone: %w", err)
 		}
-		m = &cloneMarker{Version: cloneMarkerVersion, Dir: dir, Commit: commit, ID: hex.EncodeToString(id)}
+		real, err := canonicalDir(dir)
+		if err != nil {
+			return fmt.Errorf("git clone: %w", err)
+		}
+		m = &cloneMarker{Version: cloneMarkerVersion, Dir: real, Commit: commit, ID: hex.EncodeToString(id)}
 		report("init", "git init "+dir)
 		if err := createGitDir(dir, m, key); err != nil {
 			return fmt.Errorf("git clone: create %s/.git: %w", dir, err)

@@ -38,11 +38,14 @@ func startedClone(t *testing.T, dir, pinned string) *cloneMarker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(dir)
-	m := &cloneMarker{Version: cloneMarkerVersion, Dir: abs, Commit: pinned, ID: strings.Repeat("5a", 16)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	real, err := canonicalDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &cloneMarker{Version: cloneMarkerVersion, Dir: real, Commit: pinned, ID: strings.Repeat("5a", 16)}
 	if err := createGitDir(dir, m, key); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +138,23 @@ func TestCloneResumesFromEveryWindow(t *testing.T) {
 			assertCloned(t, g, dir, pinned, subPinned)
 		})
 	}
+}
+
+// TestCloneResumesThroughAnotherName: the directory named through a symbolic link (as
+// macOS's /tmp is /private/tmp) is the same clone.
+func TestCloneResumesThroughAnotherName(t *testing.T) {
+	g := newGit(t)
+	url, pinned, subPinned := upstream(t, g)
+	dir := filepath.Join(t.TempDir(), "pytorch")
+	startedClone(t, dir, pinned)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Clone(context.Background(), url, link, pinned, CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	assertCloned(t, g, dir, pinned, subPinned)
 }
 
 // TestCloneStopsProcessesOfTheInterruptedClone: a git process that outlived a killed
