@@ -390,6 +390,14 @@ func (st *RebaseState) validate(gitDir string) *StateError {
 		if len(o.UpstreamSubject) > maxStateString {
 			return bad(field("upstream_subject"), "longer than %d bytes", maxStateString)
 		}
+		if len(o.Renamed) > maxStatePatches {
+			return bad(field("renamed"), "more than %d renames", maxStatePatches)
+		}
+		for _, rn := range o.Renamed {
+			if rn == "" || len(rn) > 2*maxStateString {
+				return bad(field("renamed"), "a rename that is empty or longer than %d bytes", 2*maxStateString)
+			}
+		}
 	}
 	if st.Head != head {
 		return bad("head", "%s, want the last rebased commit (%s)", st.Head, head)

@@ -92,6 +92,7 @@ func TestRebaseStateFields(t *testing.T) {
 		{"outcomes[0].outcome", func(s *RebaseState) { s.Outcomes[0].Outcome = "magic" }},
 		{"outcomes[0].new_commit", func(s *RebaseState) { s.Outcomes[0].NewCommit = "" }},
 		{"outcomes[0].new_commit", func(s *RebaseState) { s.Outcomes[0].Outcome = OutcomeSkipped }},
+		{"outcomes[0].renamed", func(s *RebaseState) { s.Outcomes[0].Renamed = []string{""} }},
 		{"head", func(s *RebaseState) { s.Head = shaC }},
 	}
 	for _, tt := range tests {
