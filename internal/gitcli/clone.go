@@ -356,6 +356,11 @@ func (g *Git) Clone(ctx context.Context, url, dir, commit string, opts CloneOpti
 	if opts.Jobs > 0 {
 		sub = append(sub, "--jobs", strconv.Itoa(opts.Jobs))
 	}
+	if resume {
+		// A submodule whose checkout was killed has the right HEAD and a work tree
+		// missing files; without --force git sees the commit and does nothing.
+		sub = append(sub, "--force")
+	}
 	report("submodules", "updating submodules")
 	p = progress("submodules")
 	_, err = run(call{op: "clone: submodules", args: sub, stderr: p, stdout: p})

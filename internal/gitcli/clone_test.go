@@ -114,6 +114,17 @@ func TestCloneResumesFromEveryWindow(t *testing.T) {
 			writeFile(t, filepath.Join(dir, ".git", "index.lock"), "")
 			writeFile(t, filepath.Join(dir, ".git", "shallow.lock"), "")
 		}},
+		{"a submodule checked out halfway", func(t *testing.T, dir string) {
+			startedClone(t, dir, pinned)
+			fetched(t, dir)
+			git(t, g, dir, "checkout", "-q", "--detach", pinned)
+			git(t, g, dir, "submodule", "update", "-q", "--init", "--depth", "1")
+			// What a submodule checkout killed halfway leaves: HEAD at the commit, files
+			// missing or half written.
+			if err := os.Remove(filepath.Join(dir, "third_party", "sub", "lib.c")); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"a half-made submodule", func(t *testing.T, dir string) {
 			startedClone(t, dir, pinned)
 			fetched(t, dir)
