@@ -40,9 +40,12 @@ contents fetched when a checkout or a three-way merge first needs them (--filter
 fetches everything).
 
 The directory must not exist or be empty (else exit 2). Running clone again on a
-finished clone at the pinned commit does nothing and says so. A clone that was
-interrupted (killed, Ctrl-C, network lost) is recognised by the marker it leaves in
-.git and resumed by running the same command again. git must be installed (else exit 5).
+finished clone at the pinned commit does nothing and says so. A clone interrupted at any
+point (killed, Ctrl-C, power or network lost) is recognised by the authenticated marker
+it keeps in .git from before git init, and resumed by running the same command again:
+git processes the killed clone left running are stopped, and the lock files they left
+removed. A marker that this user's mpspatch did not write for this directory is refused
+(exit 2) and nothing there is touched. git must be installed (else exit 5).
 
 URLs may be https://, ssh://, git://, file:// or user@host:path. Credentials in an
 https URL (https://user:token@host/...) are handed to git in its environment, never on a
@@ -120,7 +123,10 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	}
 	g, url := g.WithCredentials(up.URL)
 
-	resumed := gitcli.CloneInterrupted(dir)
+	resumed, err := gitcli.InterruptedClone(dir)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
 	if !resumed {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			return cloneNoop(ctx, p, g, dir, up.Commit, cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Full: opts.full})
@@ -270,8 +276,9 @@ func checkEmptyDir(dir string) error {
 	}
 	for _, e := range entries {
 		// mpspatch's own state (the logs of `mpspatch run`, which starts logging before
-		// the clone exists) does not make a directory "not empty".
-		if e.Name() == ".mpspatch" && e.IsDir() {
+		// the clone exists), and the .git a clone killed at its very start was making,
+		// do not make a directory "not empty".
+		if (e.Name() == ".mpspatch" || e.Name() == gitcli.CloneStage) && e.IsDir() {
 			continue
 		}
 		return fmt.Errorf("clone into %s: the directory is not empty (holds %s); choose another --dir or remove it", dir, e.Name())

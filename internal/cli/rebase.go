@@ -43,8 +43,10 @@ trailers are judged on the result.
 A conflict, or an intent that no longer holds, stops the rebase (exit 3) with conflict
 markers in the tree and the state saved in the git directory: fix, git add, then
 --continue; or --skip the patch; or --abort, which puts tree, index and branch back
-exactly as they were. A rebase killed at any point resumes with --continue or goes back
-with --abort.
+exactly as they were. A rebase killed at any point, inside a patch's write phase
+included, resumes with --continue or goes back with --abort. The state is authenticated
+with your state key and bound to the repository: one mpspatch did not write there, or
+that says what no rebase could, is refused by all three (exit 2).
 
 At the end the branch points at the new commits, the series directory is re-exported
 (unless --no-export or the series is the built-in one), --update-config writes REF's
@@ -250,7 +252,7 @@ func setUpstreamCommit(path, commit, name string) error {
 
 func rebaseError(err error) error {
 	switch {
-	case errors.Is(err, stack.ErrNoRebase), errors.Is(err, stack.ErrInProgress):
+	case errors.Is(err, stack.ErrNoRebase), errors.Is(err, stack.ErrInProgress), errors.Is(err, stack.ErrBadState):
 		return withCode(ExitUsage, err)
 	case errors.Is(err, stack.ErrUnresolved):
 		return withCode(ExitConflict, err)

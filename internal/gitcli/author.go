@@ -93,6 +93,9 @@ func (g *Git) CurrentBranch(ctx context.Context, dir string) (string, error) {
 
 // BranchCommit returns the commit branch points at, or "" when there is no such branch.
 func (g *Git) BranchCommit(ctx context.Context, dir, branch string) (string, error) {
+	if err := CheckBranchName(branch); err != nil {
+		return "", fmt.Errorf("git rev-parse: branch %w", err)
+	}
 	out, err := g.exec(ctx, call{op: "show-ref " + branch, dir: dir,
 		args: []string{"rev-parse", "-q", "--verify", "refs/heads/" + branch + "^{commit}"}})
 	var ge *Error
@@ -108,6 +111,9 @@ func (g *Git) BranchCommit(ctx context.Context, dir, branch string) (string, err
 // SetBranch points branch at commit. With old non-empty the update happens only if the
 // branch still points at old (compare and swap, as `git update-ref NEW OLD`).
 func (g *Git) SetBranch(ctx context.Context, dir, branch, commit, old, reason string) error {
+	if err := CheckBranchName(branch); err != nil {
+		return fmt.Errorf("git update-ref: branch %w", err)
+	}
 	args := []string{"update-ref", "-m", reason, "refs/heads/" + branch, commit}
 	if old != "" {
 		args = append(args, old)
@@ -116,15 +122,33 @@ func (g *Git) SetBranch(ctx context.Context, dir, branch, commit, old, reason st
 	return err
 }
 
-// Switch checks out branch (force discards local changes to tracked files when set).
+// Switch checks out branch (force discards local changes to tracked files when set). A
+// name git would not take as a branch is refused before git runs: after the check it
+// cannot be read as an option, and the `--` that checkout gets keeps it from being a path.
 func (g *Git) Switch(ctx context.Context, dir, branch string, force bool) error {
+	if err := CheckBranchName(branch); err != nil {
+		return fmt.Errorf("git checkout: branch %w", err)
+	}
 	return g.checkout(ctx, dir, force, branch)
 }
 
 // Detach checks out commit with a detached HEAD; force discards changes to tracked
 // files and unmerged index entries (as `git checkout -f`).
 func (g *Git) Detach(ctx context.Context, dir, commit string, force bool) error {
+	if err := checkRev(commit); err != nil {
+		return fmt.Errorf("git checkout --detach: %w", err)
+	}
 	return g.checkout(ctx, dir, force, "--detach", commit)
+}
+
+// checkRev refuses a revision git could take for an option: checkout and reset read
+// their revision before any `--`, and neither takes --end-of-options in every git
+// mpspatch supports.
+func checkRev(rev string) error {
+	if rev == "" || rev[0] == '-' {
+		return fmt.Errorf("revision %q: empty or starts with a dash", rev)
+	}
+	return nil
 }
 
 // checkout runs `git checkout -q [-f] WHAT... --`, quietly about a detached HEAD.
@@ -141,6 +165,9 @@ func (g *Git) checkout(ctx context.Context, dir string, force bool, what ...stri
 // ResetHard makes HEAD, index and work tree match commit (`git reset --hard`); untracked
 // files are left alone.
 func (g *Git) ResetHard(ctx context.Context, dir, commit string) error {
+	if err := checkRev(commit); err != nil {
+		return fmt.Errorf("git reset --hard: %w", err)
+	}
 	_, err := g.exec(ctx, call{op: "reset --hard " + commit, dir: dir, args: []string{"reset", "-q", "--hard", commit, "--"}})
 	return err
 }
@@ -360,6 +387,9 @@ func (g *Git) SetHead(ctx context.Context, dir, commit, reason string) error {
 // (`git symbolic-ref HEAD refs/heads/BRANCH`): right when both already hold the
 // branch's commit.
 func (g *Git) AttachHead(ctx context.Context, dir, branch, reason string) error {
+	if err := CheckBranchName(branch); err != nil {
+		return fmt.Errorf("git symbolic-ref: branch %w", err)
+	}
 	_, err := g.exec(ctx, call{op: "symbolic-ref HEAD", dir: dir, args: []string{"symbolic-ref", "-m", reason, "HEAD", "refs/heads/" + branch}})
 	return err
 }

@@ -98,6 +98,8 @@ type call struct {
 	// stdout. An error from consume ends the read (git gets a closed pipe) and is returned
 	// unless git itself failed.
 	consume func(io.Reader) error
+	// dieWithParent: git dies with mpspatch (run.Cmd.DieWithParent).
+	dieWithParent bool
 }
 
 // exec runs one git command and returns its stdout. stderr is kept (its tail) for the
@@ -130,11 +132,12 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 	if c.consume == nil {
 		res, err = run.Run(ctx, run.Cmd{
 			Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin,
-			Stdout: stdout, Stderr: stderr, LogPath: logPath,
+			Stdout: stdout, Stderr: stderr, LogPath: logPath, DieWithParent: c.dieWithParent,
 		})
 	} else {
 		res, consumeErr, err = streamRun(ctx, run.Cmd{
 			Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin, Stderr: stderr, LogPath: logPath,
+			DieWithParent: c.dieWithParent,
 		}, c.consume)
 	}
 	if err == nil && consumeErr == nil {

@@ -47,6 +47,13 @@ type Cmd struct {
 	// Wait waiting for as long as it lives. Past it the pipes are closed and
 	// Result.Orphaned is set. Zero waits for the output to end, however long.
 	WaitDelay time.Duration
+	// DieWithParent has the kernel SIGKILL the child when mpspatch dies, however it dies
+	// (SIGKILL included), where the kernel can (Linux). The child's own group keeps
+	// terminal signals from it, so without this a killed mpspatch leaves it running. For
+	// work a re-run redoes (a clone), where a survivor would only collide with the re-run;
+	// the caller still finds and stops survivors where the kernel cannot do this, and the
+	// children the child starts (which do not inherit it).
+	DieWithParent bool
 }
 
 // Result is what a finished process left behind.
@@ -166,6 +173,9 @@ func Start(ctx context.Context, c Cmd) (*Process, error) {
 	}
 	cmd.Stdin = c.Stdin
 	setProcessGroup(cmd)
+	if c.DieWithParent {
+		setDieWithParent(cmd)
+	}
 
 	p := &Process{cmd: cmd, c: c, done: make(chan struct{})}
 	stdout, stderr := c.Stdout, c.Stderr

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +120,19 @@ func encodeJournal(j journal, key []byte) ([]byte, error) {
 	return bytes.Join(parts, nil), nil
 }
 
+// journalOps are the operations whose journals mpspatch writes. "apply" and "unapply"
+// write the whole series; the others write one patch of a command that records a commit
+// per patch, and recovery always rolls those back: the patch's commit was never
+// made (the journal is gone before the commit is written), and the command redoes the
+// step or undoes the whole run.
+var journalOps = []string{"apply", "unapply", OpRebase, OpApplyCommit}
+
+// The step operations: the journal op of `rebase` and of `apply --commit`.
+const (
+	OpRebase      = "rebase"
+	OpApplyCommit = "apply --commit"
+)
+
 // errForeign marks a journal that this user's mpspatch did not write.
 var errForeign = errors.New("foreign journal")
 
@@ -146,8 +160,8 @@ func decodeJournal(data, key []byte) (journal, error) {
 	if j.Version != journalVersion {
 		return j, fmt.Errorf("version %d, want %d", j.Version, journalVersion)
 	}
-	if j.Op != "apply" && j.Op != "unapply" {
-		return j, fmt.Errorf("op %q, want apply or unapply", j.Op)
+	if !slices.Contains(journalOps, j.Op) {
+		return j, fmt.Errorf("op %q, want one of %s", j.Op, strings.Join(journalOps, ", "))
 	}
 	seen := map[string]bool{}
 	for i := range j.Entries {
@@ -247,6 +261,20 @@ type CommitOptions struct {
 	// crashes. A killed process needs none of it: the page cache outlives the process,
 	// and the journal alone decides the outcome.
 	Fsync bool
+	// Crashpoint, when set, is told each step of the write phase as it is reached, so a
+	// test of a command built on Commit can kill the process inside the write phase.
+	Crashpoint func(step string)
+}
+
+// stepHook is where a write phase reports its steps: the package's test hook and the
+// caller's Crashpoint.
+type stepHook func(step string)
+
+func (h stepHook) at(step string) {
+	crashpoint(step)
+	if h != nil {
+		h(step)
+	}
 }
 
 // Commit writes plan's changes to the tree at root, all or nothing. The caller holds the
@@ -289,8 +317,9 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 		removeLinks(root, j.Entries)
 		_ = root.Remove(StateDir)
 	}
+	hook := stepHook(opts.Crashpoint)
 	linkOld(root, j.Entries, opts.Fsync)
-	crashpoint("linked old files")
+	hook.at("linked old files")
 	parts, err := journalParts(j, key)
 	if err != nil {
 		undo()
@@ -300,7 +329,7 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 		undo()
 		return fmt.Errorf("write journal: %w (nothing was changed)", err)
 	}
-	crashpoint("journal written")
+	hook.at("journal written")
 	if err := root.Rename(journalTmp, journalFile); err != nil {
 		undo()
 		return fmt.Errorf("commit journal: %w (nothing was changed)", err)
@@ -308,8 +337,8 @@ func Commit(root *os.Root, plan *Plan, op, seriesHash string, opts CommitOptions
 	if opts.Fsync {
 		syncDir(root, StateDir)
 	}
-	crashpoint("committed")
-	return replay(root, j, true, false, opts.Fsync)
+	hook.at("committed")
+	return replay(root, j, true, false, opts.Fsync, hook)
 }
 
 // journalEntries orders the plan's changes for writing: deletions first, deepest first,
@@ -461,7 +490,8 @@ func checkStateDir(root *os.Root) error {
 
 // Interruption is a write phase that did not finish, as a look at the tree finds it.
 type Interruption struct {
-	// Op is "apply" or "unapply" when the journal is mpspatch's own.
+	// Op is the journal's operation ("apply", "unapply", "rebase", "apply --commit")
+	// when the journal is mpspatch's own.
 	Op      string `json:"op,omitempty"`
 	Journal string `json:"journal"`
 	// Committed: the crash came after the commit point, so the tree may be half written.
@@ -484,6 +514,13 @@ func (i *Interruption) Hint() string {
 			"If it came with the checkout or a patch, delete %s/ and check the tree with `git status`; "+
 			"if an mpspatch of yours was interrupted under another HOME or key, restore the touched files from git.",
 			i.Journal, i.Reason, StateDir)
+	case i.Committed && i.Op == OpRebase:
+		return fmt.Sprintf("a rebase was interrupted while writing a patch (%s); the tree may be half written. "+
+			"`mpspatch rebase --continue` rolls the patch back and redoes it; `mpspatch rebase --abort` undoes the whole rebase.", i.Journal)
+	case i.Committed && i.Op == OpApplyCommit:
+		return fmt.Sprintf("an apply --commit was interrupted while writing a patch (%s); the tree may be half written. "+
+			"`mpspatch apply` or `mpspatch unapply` rolls that patch back first, leaving the tree at the branch's last commit; "+
+			"then check out the commit you started from and run `mpspatch apply --commit --force` again.", i.Journal)
 	case i.Committed && i.Op == "apply":
 		return fmt.Sprintf("an apply was interrupted after its commit point (%s); the tree may be half written. "+
 			"`mpspatch apply` finishes it; `mpspatch unapply` undoes it.", i.Journal)
@@ -603,8 +640,10 @@ func Recover(root *os.Root, dir Direction) (string, error) {
 		removeStateDir(root)
 		return "rolled back", nil
 	}
+	// A step journal (rebase, apply --commit) is never the direction's own op: it is
+	// rolled back whoever recovers it (see journalOps).
 	forward := j.Op == dir.verb()
-	if err := replay(root, *j, forward, true, false); err != nil {
+	if err := replay(root, *j, forward, true, false, nil); err != nil {
 		return "", err
 	}
 	if forward {
@@ -626,8 +665,8 @@ func Pending(root *os.Root) bool {
 // replay writes the journal's new states (forward) or its old states (back), then
 // removes the journal. When a forward write fails, the entries written so far are rolled
 // back and the error says so; only when that fails too is the journal kept.
-func replay(root *os.Root, j journal, forward, recovering, fsync bool) error {
-	w := &writer{root: root, dirs: newDirRoots(root), dirOK: map[string]bool{}, check: recovering, fsync: fsync}
+func replay(root *os.Root, j journal, forward, recovering, fsync bool, hook stepHook) error {
+	w := &writer{root: root, dirs: newDirRoots(root), dirOK: map[string]bool{}, check: recovering, fsync: fsync, hook: hook}
 	defer w.dirs.close()
 	if !forward {
 		if err := w.rollBack(j.Entries); err != nil {
@@ -655,6 +694,7 @@ type writer struct {
 	dirOK map[string]bool
 	check bool // recovering: check every directory on a path for symbolic links
 	fsync bool
+	hook  stepHook
 }
 
 // rollBack restores the old state of entries (a prefix of the journal's), last first.
@@ -682,7 +722,7 @@ func (w *writer) finish(j journal) error {
 	if err := w.root.Remove(journalFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove journal: %w", err)
 	}
-	crashpoint("journal removed")
+	w.hook.at("journal removed")
 	removeLinks(w.root, j.Entries)
 	_ = w.root.Remove(StateDir) // only when empty: build logs may live there too
 	return nil
@@ -721,10 +761,10 @@ func (w *writer) put(p string, st fileState) error {
 	if !st.Exists {
 		w.dirs.forget(dirName)
 		removeEmptyParents(w.root, p)
-		crashpoint("deleted " + p)
+		w.hook.at("deleted " + p)
 		return nil
 	}
-	crashpoint("removed " + p)
+	w.hook.at("removed " + p)
 	if writeFault != nil {
 		if err := writeFault(p); err != nil {
 			return fmt.Errorf("write %s: %w", QuotePath(p), err)
@@ -733,7 +773,7 @@ func (w *writer) put(p string, st fileState) error {
 	if err := createFile(dir, base, [][]byte{st.Content}, st.Mode, w.fsync); err != nil {
 		return fmt.Errorf("write %s: %w", QuotePath(p), err)
 	}
-	crashpoint("wrote " + p)
+	w.hook.at("wrote " + p)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/series"
+	"github.com/mpspatch/mpspatch/internal/statekey"
 )
 
 // Per-patch outcomes of a rebase.
@@ -66,30 +66,6 @@ type Stop struct {
 	Files   []string `json:"files,omitempty"`
 	Intents []string `json:"intents,omitempty"`
 	Detail  string   `json:"detail,omitempty"`
-}
-
-// RebaseState is the saved progress of a rebase: what Continue, Skip and Abort and
-// recovery after a crash work from. It is written atomically before every step.
-type RebaseState struct {
-	Version  int    `json:"version"`
-	Tree     string `json:"tree"`
-	Branch   string `json:"branch"`
-	OrigHead string `json:"orig_head"`
-	Base     string `json:"base"`
-	Onto     string `json:"onto"`
-	OntoName string `json:"onto_name"`
-	// Commits are the old series commits, oldest first; IDs and names match them.
-	Commits []string `json:"commits"`
-	IDs     []int    `json:"ids"`
-	Names   []string `json:"names"`
-	// Next is the index of the patch being applied; Head the commit it goes on top of.
-	Next int    `json:"next"`
-	Head string `json:"head"`
-	// Phase: "applying" (mpspatch is working; a crash here is recovered by redoing the
-	// step), "stopped" (the author's turn), "finishing" (moving the branch).
-	Phase    string         `json:"phase"`
-	Stopped  *Stop          `json:"stopped,omitempty"`
-	Outcomes []PatchOutcome `json:"outcomes"`
 }
 
 // RebaseOptions tune Rebase.
@@ -148,13 +124,15 @@ func quoteList(v []string) string {
 
 // rebaser carries one run.
 type rebaser struct {
-	g     *gitcli.Git
-	root  *os.Root
-	dir   string // state directory
-	st    *RebaseState
-	opts  RebaseOptions
-	mails [][]byte // normalised mails of the old commits, Series-Id removed
-	pats  []*series.Patch
+	g      *gitcli.Git
+	root   *os.Root
+	gitDir string // the repository's git directory, which the state names
+	dir    string // state directory
+	key    []byte // the user's state key, for the state's MAC
+	st     *RebaseState
+	opts   RebaseOptions
+	mails  [][]byte // normalised mails of the old commits, Series-Id removed
+	pats   []*series.Patch
 	// renames are the upstream renames between Base and Onto, found when a patch first
 	// names a file the tree lacks (nil: not looked up yet); renamed[i] the ones patch i
 	// followed.
@@ -171,55 +149,6 @@ func crashpoint(step string) {
 	}
 }
 
-func stateDir(ctx context.Context, g *gitcli.Git, tree string) (string, error) {
-	gd, err := g.GitDir(ctx, tree)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(gd, stateDirName), nil
-}
-
-// InProgress reports the saved state of a rebase in tree, or nil when there is none.
-func InProgress(ctx context.Context, g *gitcli.Git, tree string) (*RebaseState, error) {
-	dir, err := stateDir(ctx, g, tree)
-	if err != nil {
-		return nil, err
-	}
-	return loadState(dir)
-}
-
-func loadState(dir string) (*RebaseState, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read rebase state: %w", err)
-	}
-	var st RebaseState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("rebase state %s: %w (`mpspatch rebase --abort` cannot use it either; remove the directory and `git checkout -f` your branch)", filepath.Join(dir, "state.json"), err)
-	}
-	if st.Version != 1 {
-		return nil, fmt.Errorf("rebase state %s: version %d, want 1", filepath.Join(dir, "state.json"), st.Version)
-	}
-	return &st, nil
-}
-
-func (r *rebaser) save() error {
-	data, err := json.MarshalIndent(r.st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return fmt.Errorf("save rebase state: %w", err)
-	}
-	if err := atomicfile.WriteBytes(filepath.Join(r.dir, "state.json"), append(data, '\n'), atomicfile.Options{}); err != nil {
-		return fmt.Errorf("save rebase state: %w", err)
-	}
-	return nil
-}
-
 // Rebase starts moving the series commits Base..HEAD of the branch checked out in Tree
 // onto Onto. It returns a *StopError when a patch needs the author.
 func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*RebaseResult, error) {
@@ -228,14 +157,18 @@ func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 		return nil, fmt.Errorf("rebase: %w", err)
 	}
 	defer unlock()
-	dir, err := stateDir(ctx, g, opts.Tree)
+	gitDir, dir, err := stateDir(ctx, g, opts.Tree)
 	if err != nil {
 		return nil, fmt.Errorf("rebase: %w", err)
 	}
-	if st, err := loadState(dir); err != nil {
+	if st, err := loadState(gitDir, dir); err != nil {
 		return nil, err
 	} else if st != nil {
 		return nil, fmt.Errorf("rebase: %w", ErrInProgress)
+	}
+	key, err := statekey.Ensure()
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w (nothing was changed)", err)
 	}
 	branch, err := g.CurrentBranch(ctx, opts.Tree)
 	if err != nil {
@@ -267,9 +200,9 @@ func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 		}
 		commits = append(commits, c[0])
 	}
-	st := &RebaseState{Version: 1, Tree: opts.Tree, Branch: branch, OrigHead: head, Base: base,
-		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: "applying", Outcomes: []PatchOutcome{}}
-	r := &rebaser{g: g, root: root, dir: dir, st: st, opts: opts}
+	st := &RebaseState{Version: stateVersion, GitDir: gitDir, Tree: opts.Tree, Branch: branch, OrigHead: head, Base: base,
+		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: phaseApplying, Outcomes: []PatchOutcome{}}
+	r := &rebaser{g: g, root: root, gitDir: gitDir, dir: dir, key: key, st: st, opts: opts}
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err
 	}
@@ -357,19 +290,24 @@ func (r *rebaser) loadPatches(ctx context.Context) error {
 
 // resume opens the saved state for Continue, Skip or Abort.
 func resume(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions) (*rebaser, error) {
-	dir, err := stateDir(ctx, g, opts.Tree)
+	gitDir, dir, err := stateDir(ctx, g, opts.Tree)
 	if err != nil {
 		return nil, err
 	}
-	st, err := loadState(dir)
+	st, err := loadState(gitDir, dir)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
 		return nil, ErrNoRebase
 	}
+	// The state verified with the key, so the key exists.
+	key, _, err := statekey.Load()
+	if err != nil {
+		return nil, err
+	}
 	st.Tree = opts.Tree
-	r := &rebaser{g: g, root: root, dir: dir, st: st, opts: opts}
+	r := &rebaser{g: g, root: root, gitDir: gitDir, dir: dir, key: key, st: st, opts: opts}
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err
 	}
@@ -389,11 +327,11 @@ func Continue(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOpti
 		return nil, fmt.Errorf("rebase --continue: %w", err)
 	}
 	switch r.st.Phase {
-	case "applying":
+	case phaseApplying:
 		if err := r.discardStep(ctx); err != nil {
 			return nil, err
 		}
-	case "stopped":
+	case phaseStopped:
 		if err := r.commitResolution(ctx); err != nil {
 			return nil, err
 		}
@@ -412,7 +350,7 @@ func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions)
 	if err != nil {
 		return nil, fmt.Errorf("rebase --skip: %w", err)
 	}
-	if r.st.Phase == "finishing" {
+	if r.st.Phase == phaseFinishing {
 		return r.loop(ctx)
 	}
 	if err := r.discardStep(ctx); err != nil {
@@ -421,7 +359,7 @@ func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions)
 	i := r.st.Next
 	r.st.Outcomes = append(r.st.Outcomes, r.outcome(i, OutcomeSkipped))
 	r.st.Next++
-	r.st.Phase, r.st.Stopped = "applying", nil
+	r.st.Phase, r.st.Stopped = phaseApplying, nil
 	if err := r.save(); err != nil {
 		return nil, err
 	}
@@ -704,7 +642,7 @@ func (r *rebaser) advance(out PatchOutcome) error {
 		st.Head = out.NewCommit
 	}
 	st.Next++
-	st.Phase, st.Stopped = "applying", nil
+	st.Phase, st.Stopped = phaseApplying, nil
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -726,8 +664,8 @@ func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
 			return &RebaseResult{State: st}, err
 		}
 	}
-	if st.Phase != "finishing" {
-		st.Phase = "finishing"
+	if st.Phase != phaseFinishing {
+		st.Phase = phaseFinishing
 		if err := r.save(); err != nil {
 			return nil, err
 		}
@@ -771,7 +709,10 @@ func (r *rebaser) step(ctx context.Context) error {
 	var ce *series.ConflictError
 	switch {
 	case err == nil:
-		if err := series.Commit(r.root, plan, "rebase", "", series.CommitOptions{}); err != nil {
+		// The write phase's own steps are crash points too: a rebase killed there leaves
+		// a journal that --continue and --abort roll back.
+		opts := series.CommitOptions{Crashpoint: func(s string) { crashpoint("write: " + s) }}
+		if err := series.Commit(r.root, plan, series.OpRebase, "", opts); err != nil {
 			return fmt.Errorf("rebase %s: %w", st.Names[i], err)
 		}
 		crashpoint("written")
@@ -813,12 +754,12 @@ func (r *rebaser) step(ctx context.Context) error {
 		// git could not even merge (a base blob is missing): nothing was written. The
 		// engine's report says which hunk failed; the patch is kept for `git apply --reject`.
 		stop.Detail = ce.Error()
-		_ = os.WriteFile(filepath.Join(r.dir, "patch"), r.mails[i], 0o644)
+		_ = atomicfile.WriteBytes(filepath.Join(r.dir, "patch"), r.mails[i], atomicfile.Options{})
 		for _, c := range ce.Conflicts {
 			stop.Files = append(stop.Files, c.File)
 		}
 	}
-	st.Phase, st.Stopped = "stopped", stop
+	st.Phase, st.Stopped = phaseStopped, stop
 	return r.stop(ctx)
 }
 
@@ -840,7 +781,7 @@ func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome) error {
 	i := st.Next
 	if r.opts.Intents != nil {
 		if broken := r.opts.Intents(r.pats[i], r.read); len(broken) > 0 {
-			st.Phase = "stopped"
+			st.Phase = phaseStopped
 			st.Stopped = &Stop{Index: i, Patch: st.Names[i], Reason: "intent", Intents: broken}
 			return r.stop(ctx)
 		}
