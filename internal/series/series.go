@@ -200,17 +200,7 @@ func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
 		return nil, errOrUnwrapped(err)
 	}
 	defer f.Close()
-	// Sized from the stat: one read for the file and one for EOF, where growing from
-	// bytes.Buffer's 512 bytes took four reads and three copies for a 1.5 KB patch.
-	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, err
-	}
-	if int64(buf.Len()) > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf.Bytes(), nil
+	return readSized(f, fi.Size(), limit)
 }
 
 func errOrUnwrapped(err error) error {
