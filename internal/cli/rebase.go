@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/stack"
 )
@@ -115,6 +117,11 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 		return err
 	}
 	g := authorGit()
+	if opts.cont || opts.skip {
+		if err := resumeOptions(ctx, d, g, opts); err != nil {
+			return err
+		}
+	}
 	sopts := stack.RebaseOptions{Tree: opts.tree, Onto: opts.onto, Intents: intentChecker, SkipIntents: opts.noIntents,
 		Progress: func(done, total int, out stack.PatchOutcome) {
 			what := out.Outcome
@@ -152,6 +159,7 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 			return berr
 		}
 		sopts.Base = base
+		sopts.Remember = rememberOptions(d, opts, sopts.SeriesDir)
 		p.Progressf("rebase: %s onto %s in %s", shortSHA(base), opts.onto, opts.tree)
 		res, err = stack.Rebase(ctx, g, root, sopts)
 	}
@@ -187,6 +195,61 @@ func runRebase(ctx context.Context, d *deps, opts *rebaseOptions) error {
 	return nil
 }
 
+// rememberOptions is what --continue and --skip must do as the starting command would:
+// re-export into the series directory (absolute, as the resume may run elsewhere) or not
+// at all, and update which config file.
+func rememberOptions(d *deps, opts *rebaseOptions, seriesDir string) map[string]string {
+	m := map[string]string{}
+	if seriesDir != "" {
+		if abs, err := filepath.Abs(seriesDir); err == nil {
+			m["patches"] = abs
+		}
+	}
+	if opts.noExport {
+		m["no_export"] = "true"
+	}
+	if opts.updateConfig {
+		path := d.global.configPath
+		if path == "" {
+			path = "mpspatch.toml"
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			m["update_config"] = abs
+		}
+	}
+	return m
+}
+
+// resumeOptions fills in, from the saved state, the options the starting command was
+// given and this one was not, and says so: `rebase --continue` as docs/authoring.md
+// shows it re-exports the series and updates the config as `rebase --onto` was asked.
+func resumeOptions(ctx context.Context, d *deps, g *gitcli.Git, opts *rebaseOptions) error {
+	st, err := stack.InProgress(ctx, g, opts.tree)
+	if err != nil || st == nil {
+		return nil // Continue and Skip report a missing or refused state themselves
+	}
+	var used []string
+	if dir := st.Resume["patches"]; dir != "" && opts.patches == "" {
+		opts.patches = dir
+		used = append(used, "--patches "+dir)
+	}
+	if st.Resume["no_export"] == "true" && !opts.noExport {
+		opts.noExport = true
+		used = append(used, "--no-export")
+	}
+	if cfg := st.Resume["update_config"]; cfg != "" && !opts.updateConfig {
+		opts.updateConfig = true
+		if d.global.configPath == "" {
+			d.global.configPath = cfg
+		}
+		used = append(used, "--update-config ("+cfg+")")
+	}
+	if len(used) > 0 {
+		d.printer().Progressf("rebase: as the rebase was started: %s", strings.Join(used, ", "))
+	}
+	return nil
+}
+
 // finishRebase re-exports the series and updates the config when asked.
 func finishRebase(ctx context.Context, d *deps, opts *rebaseOptions, rep *rebaseReport) error {
 	if !opts.noExport {
@@ -203,7 +266,11 @@ func finishRebase(ctx context.Context, d *deps, opts *rebaseOptions, rep *rebase
 		if path == "" {
 			path = "mpspatch.toml"
 		}
-		if err := setUpstreamCommit(path, rep.Onto, opts.onto); err != nil {
+		name := opts.onto
+		if name == "" { // --continue or --skip: the name --onto was given, from the state
+			name = rep.OntoName
+		}
+		if err := setUpstreamCommit(path, rep.Onto, name); err != nil {
 			return usageErrorf("rebase --update-config: %v", err)
 		}
 		rep.Config = path

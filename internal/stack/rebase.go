@@ -82,6 +82,9 @@ type RebaseOptions struct {
 	// earlier export wrote for them (as export matches them); the rebased commits then
 	// carry the trailer.
 	SeriesDir string
+	// Remember is kept in the state (RebaseState.Resume) for the command that resumes
+	// the rebase: the caller's own options, such as where to re-export the series.
+	Remember map[string]string
 	// Progress, when set, is told each patch's outcome as the rebase moves past it: done
 	// of total patches. A rebase of a large tree takes a while; the CLI shows these.
 	Progress func(done, total int, out PatchOutcome)
@@ -201,7 +204,8 @@ func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 		commits = append(commits, c[0])
 	}
 	st := &RebaseState{Version: stateVersion, GitDir: gitDir, Tree: opts.Tree, Branch: branch, OrigHead: head, Base: base,
-		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: phaseApplying, Outcomes: []PatchOutcome{}}
+		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: phaseApplying, Outcomes: []PatchOutcome{},
+		Resume: opts.Remember}
 	r := &rebaser{g: g, root: root, gitDir: gitDir, dir: dir, key: key, st: st, opts: opts}
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err

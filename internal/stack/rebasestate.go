@@ -75,7 +75,15 @@ type RebaseState struct {
 	Phase    string         `json:"phase"`
 	Stopped  *Stop          `json:"stopped,omitempty"`
 	Outcomes []PatchOutcome `json:"outcomes"`
+	// Resume holds what the command that started the rebase was asked beyond the
+	// rebase itself (RebaseOptions.Remember: re-export into which series directory,
+	// update which config file), so that --continue and --skip, run without those
+	// flags as docs/authoring.md shows, still do it. Keys are from rememberedKeys.
+	Resume map[string]string `json:"resume,omitempty"`
 }
+
+// rememberedKeys are the options a rebase state may carry for the resuming command.
+var rememberedKeys = map[string]bool{"patches": true, "update_config": true, "no_export": true}
 
 // Phases of a rebase (RebaseState.Phase).
 const (
@@ -260,6 +268,14 @@ func (st *RebaseState) validate(gitDir string) *StateError {
 	}
 	if len(st.Tree) > maxStateString {
 		return bad("tree", "longer than %d bytes", maxStateString)
+	}
+	for k, v := range st.Resume {
+		switch {
+		case !rememberedKeys[k]:
+			return bad("resume", "unknown option %q", k)
+		case len(v) > maxStateString || strings.ContainsAny(v, "\x00\n\r"):
+			return bad("resume."+k, "longer than %d bytes, or holds a NUL or line break", maxStateString)
+		}
 	}
 	if len(st.Branch) > maxStateString {
 		return bad("branch", "longer than %d bytes", maxStateString)

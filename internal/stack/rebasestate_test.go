@@ -87,6 +87,8 @@ func TestRebaseStateFields(t *testing.T) {
 		{"stopped.patch", func(s *RebaseState) { s.Stopped.Patch = "0001-one" }},
 		{"stopped.reason", func(s *RebaseState) { s.Stopped.Reason = "other" }},
 		{"outcomes", func(s *RebaseState) { s.Outcomes = nil }},
+		{"resume", func(s *RebaseState) { s.Resume = map[string]string{"upload_pack": "x"} }},
+		{"resume.patches", func(s *RebaseState) { s.Resume = map[string]string{"patches": "/p\n--x"} }},
 		{"outcomes[0].old_commit", func(s *RebaseState) { s.Outcomes[0].OldCommit = shaA }},
 		{"outcomes[0].id", func(s *RebaseState) { s.Outcomes[0].ID = 7 }},
 		{"outcomes[0].outcome", func(s *RebaseState) { s.Outcomes[0].Outcome = "magic" }},
