@@ -289,8 +289,11 @@ func TestDifferentialRoundTrip(t *testing.T) {
 			}
 		}
 		// The hostile config's diff.noprefix makes mails without a/ b/: git am takes them
-		// only with -p0, which is what mpspatch import works out by itself.
-		e.git(clone, append([]string{"am", "-q", "--no-3way", "-p0"}, patchFiles...)...)
+		// only with -p0, which is what mpspatch import works out by itself. Its
+		// apply.whitespace=fix would rewrite the patch's own lines (this repository's patch
+		// files hold blank context lines, " " alone): --whitespace=nowarn keeps the bytes,
+		// as import always does.
+		e.git(clone, append([]string{"am", "-q", "--no-3way", "-p0", "--whitespace=nowarn"}, patchFiles...)...)
 		am := strings.Fields(e.git(clone, "rev-list", "--reverse", base+"..HEAD"))
 		if len(am) != len(made) {
 			t.Errorf("%s: git am made %d commits, apply --commit %d", label, len(am), len(made))
