@@ -409,19 +409,13 @@ func ParsePatch(p *Patch) []Problem {
 	// absolute rename target, say) also makes the headers disagree, and is said better
 	// above.
 	if len(probs) == 0 {
-		if st, _, err := DiffPrefixes(raw); err != nil {
-			var pe *PrefixError
-			if errors.As(err, &pe) {
-				add(pe.Line, "%s", pe.Msg)
-			} else {
-				add(0, "%v", err)
-			}
-		} else if st != GitDefault {
-			line := 0
-			if secs := headerSections(raw); len(secs) > 0 {
-				line = secs[0].line
-			}
-			add(line, "the diff names its paths with prefixes %q and %q, not a/ and b/ (written with diff.noprefix or diff.mnemonicPrefix?); read as git apply -p1 reads them it would patch other files: `mpspatch import` rewrites such a mail", st.Src, st.Dst)
+		st, heads, err := DiffPrefixes(raw)
+		var pe *PrefixError
+		switch {
+		case errors.As(err, &pe):
+			add(pe.Line, "%s", pe.Msg)
+		case err == nil && st != GitDefault && len(heads) > 0:
+			add(heads[0].Line, "the diff names its paths with prefixes %q and %q, not a/ and b/ (written with diff.noprefix or diff.mnemonicPrefix?); read as git apply -p1 reads them it would patch other files: `mpspatch import` rewrites such a mail", st.Src, st.Dst)
 		}
 	}
 	return probs
