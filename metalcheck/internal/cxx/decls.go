@@ -65,9 +65,53 @@ func isDeclSkip(b []byte) bool {
 
 // declaration records the variable declared by [s, e), if it is one.
 func (m *File) declaration(s, e int32, inClass bool, class string, fn int32) {
+	s, ok := m.declStart(s, e)
+	if !ok {
+		return
+	}
+	d := Decl{File: m.path}
+	typeStart := m.declSpecifiers(&d, s, e)
+	stop := m.declaratorEnd(typeStart, e)
+	nameAt, qualStart, ok := m.declName(typeStart, stop)
+	if !ok {
+		return
+	}
+	star, ok := m.declType(&d, typeStart, qualStart)
+	if !ok {
+		return
+	}
+	if m.Is(stop, "(") && !d.Container && !d.Mutex && !(fn >= 0 || m.objectArgs(stop, e)) {
+		return // a function declaration
+	}
+	if star {
+		d.Const = false
+	}
+	m.placeDecl(&d, nameAt, qualStart, inClass, class, fn)
+	if !d.Atomic {
+		// (An atomic pointer to an object is not recorded as an Instance of its class:
+		// the rules that ask, MPS006's, were written before atomics were declarations.)
+		m.recordInstances(&d, typeStart, qualStart, m.Is(stop, "["))
+	}
+	d.Line, d.Col = m.Pos(m.code[nameAt])
+	if fn >= 0 {
+		f := &m.funcs[fn]
+		if f.statics == nil {
+			f.statics = map[string]*Decl{}
+		}
+		dd := d
+		f.statics[d.Name] = &dd
+		return
+	}
+	m.decls = append(m.decls, d)
+}
+
+// declStart skips what comes before a declaration's words in [s, e) (labels, attributes,
+// @property's attributes) and reports false for statements that declare nothing the audit
+// tracks: using, typedef, friend, ..., and forward declarations.
+func (m *File) declStart(s, e int32) (int32, bool) {
 	s = m.StripPrefix(s, e)
 	if s >= e {
-		return
+		return s, false
 	}
 	if m.Is(s, "@property") {
 		s++
@@ -76,12 +120,17 @@ func (m *File) declaration(s, e int32, inClass bool, class string, fn int32) {
 		}
 	}
 	if s >= e || isDeclSkip(m.Bytes(s)) {
-		return
+		return s, false
 	}
 	if (m.Is(s, "class") || m.Is(s, "struct") || m.Is(s, "union") || m.Is(s, "enum")) && e-s <= 3 {
-		return // forward declaration
+		return s, false // forward declaration
 	}
-	d := Decl{File: m.path}
+	return s, true
+}
+
+// declSpecifiers reads the storage words before a declaration's type (static,
+// thread_local, const, extern, an export macro) into d, and returns where the type starts.
+func (m *File) declSpecifiers(d *Decl, s, e int32) int32 {
 	for ; s < e && m.IsIdent(s); s++ {
 		switch string(m.Bytes(s)) {
 		case "static":
@@ -95,14 +144,16 @@ func (m *File) declaration(s, e int32, inClass bool, class string, fn int32) {
 			if t := m.Bytes(s); bytes.HasSuffix(t, []byte("_API")) && isUpper(t) {
 				continue
 			}
-			goto typ
+			return s
 		}
 	}
-typ:
-	typeStart := s
-	stop := e
+	return s
+}
+
+// declaratorEnd returns the first token after the declared name in [s, e): the =, (, {,
+// [, : or , that follows it outside template arguments, or e.
+func (m *File) declaratorEnd(s, e int32) int32 {
 	angle := 0
-scan:
 	for j := s; j < e; j++ {
 		c := m.Byte1(j)
 		switch {
@@ -120,28 +171,38 @@ scan:
 				j = m.match[j]
 			}
 		case c == '=' || c == '(' || c == '{' || c == '[' || c == ':' || c == ',':
-			stop = j
-			break scan
+			return j
 		}
 	}
-	nameAt := stop - 1
+	return e
+}
+
+// declName finds the declared name before stop, and where its qualifiers (A::B::) start;
+// false when there is no name, or no type before it (an expression or a macro call).
+func (m *File) declName(typeStart, stop int32) (nameAt, qualStart int32, ok bool) {
+	nameAt = stop - 1
 	if !m.IsIdent(nameAt) || nameAt <= typeStart && !m.Is(nameAt-1, "::") {
-		return
+		return 0, 0, false
 	}
-	qualStart := nameAt
+	qualStart = nameAt
 	for qualStart-2 >= typeStart && m.Is(qualStart-1, "::") && m.IsIdent(qualStart-2) {
 		qualStart -= 2
 	}
 	if qualStart <= typeStart {
-		return // no type: an expression or a macro call
+		return 0, 0, false // no type: an expression or a macro call
 	}
-	star := false
-	for j := typeStart; j < qualStart; j++ {
+	return nameAt, qualStart, true
+}
+
+// declType reads the type [s, e) into d (atomic, container, mutex, thread_local, static)
+// and reports whether it holds a pointer; false for an operator's declaration.
+func (m *File) declType(d *Decl, s, e int32) (star, ok bool) {
+	for j := s; j < e; j++ {
 		t := m.Bytes(j)
 		if m.code[j].Kind == Ident {
 			switch string(t) {
 			case "operator":
-				return
+				return false, false
 			case "atomic":
 				d.Atomic = true
 			case "thread_local":
@@ -162,12 +223,13 @@ scan:
 			star = true
 		}
 	}
-	if m.Is(stop, "(") && !d.Container && !d.Mutex && !(fn >= 0 || m.objectArgs(stop, e)) {
-		return // a function declaration
-	}
-	if star {
-		d.Const = false
-	}
+	return star, true
+}
+
+// placeDecl names d and says whose it is: a member of class (inClass), a static member
+// defined out of its class (C::name), a namespace-scope variable or a function-local
+// static (fn >= 0).
+func (m *File) placeDecl(d *Decl, nameAt, qualStart int32, inClass bool, class string, fn int32) {
 	d.Name = m.Text(nameAt)
 	if qualStart < nameAt {
 		d.Class = m.Text(nameAt - 2)
@@ -179,22 +241,6 @@ scan:
 		d.Static = true // namespace scope or function-local static: one per process
 	}
 	d.Local = fn >= 0
-	if !d.Atomic {
-		// (An atomic pointer to an object is not recorded as an Instance of its class:
-		// the rules that ask, MPS006's, were written before atomics were declarations.)
-		m.recordInstances(&d, typeStart, qualStart, m.Is(stop, "["))
-	}
-	d.Line, d.Col = m.Pos(m.code[nameAt])
-	if fn >= 0 {
-		f := &m.funcs[fn]
-		if f.statics == nil {
-			f.statics = map[string]*Decl{}
-		}
-		dd := d
-		f.statics[d.Name] = &dd
-		return
-	}
-	m.decls = append(m.decls, d)
 }
 
 // objectArgs reports whether the parentheses at open (before e) hold constructor arguments

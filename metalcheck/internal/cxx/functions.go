@@ -40,41 +40,61 @@ func (m *File) newFunction(stmt, head, i, cur int32) Function {
 	if m.scopes[cur].kind == ScopeClass {
 		f.class = m.scopes[cur].name
 	}
-	objcClass := m.objcClass
 	if m.Is(head, "-") || m.Is(head, "+") {
-		var sel strings.Builder
-		j := head + 1
-		if m.Is(j, "(") && m.match[j] > j {
-			j = m.match[j] + 1
-		}
-		first := ""
-		for ; j < i; j++ {
-			if m.Is(j, "(") && m.match[j] > j {
-				j = m.match[j]
-				continue
-			}
-			if m.IsIdent(j) && m.Is(j+1, ":") {
-				sel.WriteString(m.Text(j) + ":")
-			} else if first == "" && m.IsIdent(j) {
-				first = m.Text(j)
-			}
-		}
-		f.bare = sel.String()
-		if f.bare == "" {
-			f.bare = first
-		}
-		if f.class == "" {
-			f.class = objcClass
-		}
-		f.name = m.Text(head) + "[" + f.class + " " + f.bare + "]"
+		m.objcMethodName(&f, head, i)
 		return f
 	}
+	m.functionName(&f, head, i)
+	if f.class == "" {
+		f.class = m.objcClass
+	}
+	if f.class != "" && !strings.Contains(f.name, "::") {
+		f.name = f.class + "::" + f.bare
+	}
+	if f.class != "" && (f.bare == f.class || f.bare == "~"+f.class) {
+		f.ctor = true
+	}
+	return f
+}
+
+// objcMethodName names the ObjC method whose head [head, i) starts with - or +: its
+// selector (bar:baz:, or the lone word of a method without arguments) and -[Class bar:baz:].
+func (m *File) objcMethodName(f *Function, head, i int32) {
+	var sel strings.Builder
+	j := head + 1
+	if m.Is(j, "(") && m.match[j] > j {
+		j = m.match[j] + 1
+	}
+	first := ""
+	for ; j < i; j++ {
+		if m.Is(j, "(") && m.match[j] > j {
+			j = m.match[j]
+			continue
+		}
+		if m.IsIdent(j) && m.Is(j+1, ":") {
+			sel.WriteString(m.Text(j) + ":")
+		} else if first == "" && m.IsIdent(j) {
+			first = m.Text(j)
+		}
+	}
+	f.bare = sel.String()
+	if f.bare == "" {
+		f.bare = first
+	}
+	if f.class == "" {
+		f.class = m.objcClass
+	}
+	f.name = m.Text(head) + "[" + f.class + " " + f.bare + "]"
+}
+
+// functionName names the C++ function whose head is [head, i): the name stands before the
+// first parameter list (TORCH_IMPL_FUNC(name)(args) names the function inside the macro's
+// parentheses), with its qualifiers.
+func (m *File) functionName(f *Function, head, i int32) {
 	end := i
 	if c := m.CtorColon(head, i); c >= 0 {
 		end = c
 	}
-	// The name stands before the first parameter list: TORCH_IMPL_FUNC(name)(args) names
-	// the function inside the macro's parentheses.
 	for j := head; j < end; j++ {
 		if m.Is(j, "<") && j > head && m.IsIdent(j-1) && !m.Is(j-1, "operator") {
 			j = m.angleEnd(j, end) - 1
@@ -83,15 +103,7 @@ func (m *File) newFunction(stmt, head, i, cur int32) Function {
 		if !m.Is(j, "(") {
 			continue
 		}
-		nameAt := j - 1
-		if m.Is(nameAt, ">") { // template<..> specialisation: f<T>(...)
-			for k := nameAt; k > head; k-- {
-				if m.Is(k, "<") {
-					nameAt = k - 1
-					break
-				}
-			}
-		}
+		nameAt := m.nameBefore(head, j)
 		if m.IsIdent(nameAt) && isNotFuncName(m.Bytes(nameAt)) {
 			if m.match[j] > j {
 				j = m.match[j]
@@ -102,62 +114,78 @@ func (m *File) newFunction(stmt, head, i, cur int32) Function {
 			f.bare = m.LastIdent(j+1, close)
 			f.name = f.bare
 			f.entryMacro = true
-			break
+			return
 		}
-		switch {
-		case m.Is(nameAt, "operator") && m.Is(j+1, ")"):
-			f.bare = "operator()"
-		case m.Is(nameAt, "]") && m.Is(nameAt-1, "[") && m.Is(nameAt-2, "operator"):
-			f.bare = "operator[]"
-			nameAt -= 2
-		case m.IsIdent(nameAt):
-			f.bare = m.Text(nameAt)
-			if m.Is(nameAt-1, "~") {
-				f.bare = "~" + f.bare
-				nameAt--
+		nameAt = m.bareName(f, head, nameAt, j)
+		m.qualifiedName(f, head, nameAt)
+		return
+	}
+}
+
+// nameBefore returns the token naming the call or function whose parameter list opens at
+// paren: the one before it, or before the <...> of a template specialisation f<T>(...).
+func (m *File) nameBefore(head, paren int32) int32 {
+	nameAt := paren - 1
+	if m.Is(nameAt, ">") {
+		for k := nameAt; k > head; k-- {
+			if m.Is(k, "<") {
+				return k - 1
 			}
-		case nameAt > head && m.Is(nameAt-1, "operator"):
-			f.bare = "operator" + m.Text(nameAt)
+		}
+	}
+	return nameAt
+}
+
+// bareName sets f's bare name from the token at nameAt before the parameter list at paren
+// (operator(), operator[], ~Class, operator+ included) and returns where the name's
+// qualifiers end.
+func (m *File) bareName(f *Function, head, nameAt, paren int32) int32 {
+	switch {
+	case m.Is(nameAt, "operator") && m.Is(paren+1, ")"):
+		f.bare = "operator()"
+	case m.Is(nameAt, "]") && m.Is(nameAt-1, "[") && m.Is(nameAt-2, "operator"):
+		f.bare = "operator[]"
+		nameAt -= 2
+	case m.IsIdent(nameAt):
+		f.bare = m.Text(nameAt)
+		if m.Is(nameAt-1, "~") {
+			f.bare = "~" + f.bare
 			nameAt--
-		default:
-			f.bare = m.Text(nameAt)
 		}
-		// The qualifiers, A::B:: before the name: the name is A::B::bare, the class B;
-		// built in one string, of which class and bare are parts.
-		q := nameAt
-		for k := nameAt - 1; k > head && m.Is(k, "::") && m.IsIdent(k-1); k -= 2 {
-			q = k - 1
-		}
-		if q == nameAt {
-			f.name = f.bare
-			break
-		}
-		var sb strings.Builder
-		size := len(f.bare)
-		for k := q; k < nameAt; k += 2 {
-			size += len(m.Bytes(k)) + 2
-		}
-		sb.Grow(size)
-		classAt := 0
-		for k := q; k < nameAt; k += 2 {
-			classAt = sb.Len()
-			sb.Write(m.Bytes(k))
-			sb.WriteString("::")
-		}
-		sb.WriteString(f.bare)
-		f.name = sb.String()
-		f.class = f.name[classAt : len(f.name)-len(f.bare)-2]
-		f.bare = f.name[len(f.name)-len(f.bare):]
-		break
+	case nameAt > head && m.Is(nameAt-1, "operator"):
+		f.bare = "operator" + m.Text(nameAt)
+		nameAt--
+	default:
+		f.bare = m.Text(nameAt)
 	}
-	if f.class == "" {
-		f.class = objcClass
+	return nameAt
+}
+
+// qualifiedName sets f's name from the qualifiers, A::B:: before nameAt: the name is
+// A::B::bare, the class B; built in one string, of which class and bare are parts.
+func (m *File) qualifiedName(f *Function, head, nameAt int32) {
+	q := nameAt
+	for k := nameAt - 1; k > head && m.Is(k, "::") && m.IsIdent(k-1); k -= 2 {
+		q = k - 1
 	}
-	if f.class != "" && !strings.Contains(f.name, "::") {
-		f.name = f.class + "::" + f.bare
+	if q == nameAt {
+		f.name = f.bare
+		return
 	}
-	if f.class != "" && (f.bare == f.class || f.bare == "~"+f.class) {
-		f.ctor = true
+	var sb strings.Builder
+	size := len(f.bare)
+	for k := q; k < nameAt; k += 2 {
+		size += len(m.Bytes(k)) + 2
 	}
-	return f
+	sb.Grow(size)
+	classAt := 0
+	for k := q; k < nameAt; k += 2 {
+		classAt = sb.Len()
+		sb.Write(m.Bytes(k))
+		sb.WriteString("::")
+	}
+	sb.WriteString(f.bare)
+	f.name = sb.String()
+	f.class = f.name[classAt : len(f.name)-len(f.bare)-2]
+	f.bare = f.name[len(f.name)-len(f.bare):]
 }

@@ -16,18 +16,39 @@ func isGuardType(b []byte) bool {
 // lockStatement recognises "[const] [std::]lock_guard<..> g(m...);", "auto g = std::..(m);",
 // "m.lock();" and "m.unlock();" in [s, e).
 func (m *File) lockStatement(s, e int32) ([]LockEvent, bool) {
-	// m.lock(); m->lock(); m.unlock();
-	if e-s >= 4 && m.Is(e-1, ")") && m.Is(e-2, "(") && (m.Is(e-4, ".") || m.Is(e-4, "->")) {
-		op := m.Text(e - 3)
-		if op == "lock" || op == "unlock" || op == "lock_shared" || op == "unlock_shared" {
-			if !m.IsIdent(e - 5) {
-				return nil, false
-			}
-			name := m.Text(e - 5)
-			via := (m.Is(e-6, ".") || m.Is(e-6, "->")) && !m.Is(e-7, "this") && !m.Is(e-7, "self") || m.Is(e-6, "]")
-			return []LockEvent{{Pos: e, At: e - 5, Name: name, Release: strings.HasPrefix(op, "un"), Via: via}}, true
-		}
+	if evs, matched := m.lockCall(s, e); matched {
+		return evs, evs != nil
 	}
+	open, guard, ok := m.guardDecl(s, e)
+	if !ok {
+		return nil, false
+	}
+	evs := m.guardArgs(open, e, guard)
+	return evs, len(evs) > 0
+}
+
+// lockCall recognises m.lock(); m->lock(); m.unlock(); (and the _shared ones) ending at e:
+// matched says the statement has that form, and the event is nil when no name precedes it.
+func (m *File) lockCall(s, e int32) (evs []LockEvent, matched bool) {
+	if e-s < 4 || !m.Is(e-1, ")") || !m.Is(e-2, "(") || !m.Is(e-4, ".") && !m.Is(e-4, "->") {
+		return nil, false
+	}
+	op := m.Text(e - 3)
+	if op != "lock" && op != "unlock" && op != "lock_shared" && op != "unlock_shared" {
+		return nil, false
+	}
+	if !m.IsIdent(e - 5) {
+		return nil, true
+	}
+	name := m.Text(e - 5)
+	via := (m.Is(e-6, ".") || m.Is(e-6, "->")) && !m.Is(e-7, "this") && !m.Is(e-7, "self") || m.Is(e-6, "]")
+	return []LockEvent{{Pos: e, At: e - 5, Name: name, Release: strings.HasPrefix(op, "un"), Via: via}}, true
+}
+
+// guardDecl recognises the declaration of a lock guard at s ([const] [std::]lock_guard<..>
+// g(...), auto g = std::unique_lock(...)): the index of its argument list's opening bracket
+// and the guard's name.
+func (m *File) guardDecl(s, e int32) (open int32, guard string, ok bool) {
 	j := s
 	if m.Is(j, "auto") && m.IsIdent(j+1) && m.Is(j+2, "=") {
 		j += 3
@@ -39,13 +60,12 @@ func (m *File) lockStatement(s, e int32) ([]LockEvent, bool) {
 		j += 2
 	}
 	if !m.IsIdent(j) || !isGuardType(m.Bytes(j)) {
-		return nil, false
+		return 0, "", false
 	}
 	j++
 	if m.Is(j, "<") {
 		j = m.angleEnd(j, e)
 	}
-	guard := ""
 	if m.IsIdent(j) {
 		guard = m.Text(j)
 		j++
@@ -53,40 +73,51 @@ func (m *File) lockStatement(s, e int32) ([]LockEvent, bool) {
 		guard = m.Text(s + 1)
 	}
 	if !(m.Is(j, "(") || m.Is(j, "{")) || m.match[j] <= j {
-		return nil, false
+		return 0, "", false
 	}
-	close := m.match[j]
+	return j, guard, true
+}
+
+// guardArgs returns a lock event for each mutex among the arguments of the guard
+// declaration whose argument list opens at open, ending at the ';' at e. With defer_lock or
+// try_to_lock the mutexes are held only after guard.lock(): the events are releases, which
+// remember which mutex the guard owns.
+func (m *File) guardArgs(open, e int32, guard string) []LockEvent {
+	close := m.match[open]
 	var evs []LockEvent
 	deferred := false
-	for a := j + 1; a < close; {
+	for a := open + 1; a < close; {
 		b := m.TopLevelComma(a, close)
-		arg := m.LastIdent(a, b)
-		switch arg {
+		switch arg := m.LastIdent(a, b); arg {
 		case "defer_lock", "try_to_lock":
 			deferred = true
 		case "adopt_lock", "":
 		default:
-			ev := LockEvent{Pos: e, Name: arg, Guard: guard}
-			for k := a; k < b; k++ {
-				if m.IsIdent(k) && string(m.Bytes(k)) == arg {
-					ev.At = k
-					if m.Is(k-1, "::") && m.IsIdent(k-2) {
-						ev.Qual = m.Text(k - 2)
-					}
-				}
-			}
-			ev.Via = m.ThroughObject(a, ev.At)
-			evs = append(evs, ev)
+			evs = append(evs, m.guardedMutex(a, b, e, arg, guard))
 		}
 		a = b + 1
 	}
 	if deferred {
-		// Held only after guard.lock(); remember which mutex the guard owns.
 		for k := range evs {
 			evs[k].Release = true
 		}
 	}
-	return evs, len(evs) > 0
+	return evs
+}
+
+// guardedMutex is the event of the mutex arg named by the guard argument [a, b).
+func (m *File) guardedMutex(a, b, e int32, arg, guard string) LockEvent {
+	ev := LockEvent{Pos: e, Name: arg, Guard: guard}
+	for k := a; k < b; k++ {
+		if m.IsIdent(k) && string(m.Bytes(k)) == arg {
+			ev.At = k
+			if m.Is(k-1, "::") && m.IsIdent(k-2) {
+				ev.Qual = m.Text(k - 2)
+			}
+		}
+	}
+	ev.Via = m.ThroughObject(a, ev.At)
+	return ev
 }
 
 // HeldLock is one lock held at a point: its name and how it is held ("" for a lock

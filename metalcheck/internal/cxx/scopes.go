@@ -17,13 +17,10 @@ func (m *File) build() {
 		m.match[i] = -1
 	}
 	m.scopes = append(m.scopes, Scope{kind: ScopeFile, parent: -1, open: -1, close: n, fn: -1})
-	stack := []int32{0}
-	var parens []int32 // open ( and [
-	var stmts []int32  // statement starts saved across expression scopes
-	stmt := int32(0)
+	w := walk{stack: []int32{0}}
 	code, scopeOf := m.code, m.scopeOf[:n]
 	for i := int32(0); i < n; i++ {
-		cur := stack[len(stack)-1]
+		cur := w.stack[len(w.stack)-1]
 		// Most tokens only belong to the current scope: a tight loop takes them up to
 		// the next bracket, semicolon or ObjC @keyword.
 		for ; i < n; i++ {
@@ -39,13 +36,7 @@ func (m *File) build() {
 		scopeOf[i] = cur
 		t := code[i]
 		if t.Kind == Ident && t.End-t.Off > 1 && t.first == '@' {
-			switch {
-			case m.Is(i, "@end"):
-				stmt = i + 1
-				m.objcClass = ""
-			case m.Is(i, "@implementation") && m.IsIdent(i+1):
-				m.objcClass = m.Text(i + 1)
-			}
+			m.objcKeyword(&w, i)
 			continue
 		}
 		if t.Kind != Punct || t.End-t.Off != 1 {
@@ -53,69 +44,104 @@ func (m *File) build() {
 		}
 		switch c := t.first; c {
 		case '(', '[':
-			parens = append(parens, i)
+			w.parens = append(w.parens, i)
 		case ')', ']':
-			want := byte('(')
-			if c == ']' {
-				want = '['
-			}
-			if k := len(parens); k > 0 && m.code[parens[k-1]].first == want && parens[k-1] > m.scopes[cur].open {
-				o := parens[k-1]
-				parens = parens[:k-1]
-				m.match[o], m.match[i] = i, o
-			}
+			m.closeParen(&w, i, c, cur)
 		case '{':
-			var innerParen int32 = -1
-			if k := len(parens); k > 0 && parens[k-1] > m.scopes[cur].open {
-				innerParen = parens[k-1]
-			}
-			s := m.openScope(i, stmt, cur, innerParen)
-			stack = append(stack, s)
-			m.scopeOf[i] = s
-			if m.scopes[s].kind.expression() {
-				// The statement holding a lambda, block or initialiser goes on after
-				// its closing brace; inside, statements start afresh.
-				stmts = append(stmts, stmt)
-			}
-			stmt = i + 1
+			m.openBrace(&w, i, cur)
 		case '}':
-			if len(stack) == 1 {
-				stmt = i + 1
-				continue
-			}
-			s := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			sc := &m.scopes[s]
-			sc.close = i
-			m.scopeOf[i] = s
-			if sc.open >= 0 {
-				m.match[sc.open], m.match[i] = i, sc.open
-			}
-			for len(parens) > 0 && parens[len(parens)-1] > sc.open {
-				parens = parens[:len(parens)-1]
-			}
-			if sc.kind == ScopeFunction && sc.fn >= 0 {
-				m.funcs[sc.fn].close = i
-			}
-			if sc.kind.expression() && len(stmts) > 0 {
-				stmt = stmts[len(stmts)-1]
-				stmts = stmts[:len(stmts)-1]
-			} else {
-				stmt = i + 1
-			}
+			m.closeBrace(&w, i)
 		case ';':
-			if k := len(parens); k > 0 && parens[k-1] > m.scopes[cur].open {
+			if k := len(w.parens); k > 0 && w.parens[k-1] > m.scopes[cur].open {
 				continue // for (;;)
 			}
-			m.endStatement(stmt, i, cur)
-			stmt = i + 1
+			m.endStatement(w.stmt, i, cur)
+			w.stmt = i + 1
 		}
 	}
-	for _, s := range stack[1:] {
+	for _, s := range w.stack[1:] {
 		m.scopes[s].close = n
 		if f := m.scopes[s].fn; f >= 0 && m.scopes[s].kind == ScopeFunction {
 			m.funcs[f].close = n
 		}
+	}
+}
+
+// walk is build's position: the open scopes, the open ( and [, the statement starts saved
+// across expression scopes and the start of the current statement.
+type walk struct {
+	stack, parens, stmts []int32
+	stmt                 int32
+}
+
+// objcKeyword handles @end and @implementation Name at i.
+func (m *File) objcKeyword(w *walk, i int32) {
+	switch {
+	case m.Is(i, "@end"):
+		w.stmt = i + 1
+		m.objcClass = ""
+	case m.Is(i, "@implementation") && m.IsIdent(i+1):
+		m.objcClass = m.Text(i + 1)
+	}
+}
+
+// closeParen matches the ) or ] at i with the innermost open bracket of the current scope
+// cur, when it is the same kind.
+func (m *File) closeParen(w *walk, i int32, c byte, cur int32) {
+	want := byte('(')
+	if c == ']' {
+		want = '['
+	}
+	if k := len(w.parens); k > 0 && m.code[w.parens[k-1]].first == want && w.parens[k-1] > m.scopes[cur].open {
+		o := w.parens[k-1]
+		w.parens = w.parens[:k-1]
+		m.match[o], m.match[i] = i, o
+	}
+}
+
+// openBrace opens the scope of the '{' at i inside scope cur.
+func (m *File) openBrace(w *walk, i, cur int32) {
+	var innerParen int32 = -1
+	if k := len(w.parens); k > 0 && w.parens[k-1] > m.scopes[cur].open {
+		innerParen = w.parens[k-1]
+	}
+	s := m.openScope(i, w.stmt, cur, innerParen)
+	w.stack = append(w.stack, s)
+	m.scopeOf[i] = s
+	if m.scopes[s].kind.expression() {
+		// The statement holding a lambda, block or initialiser goes on after
+		// its closing brace; inside, statements start afresh.
+		w.stmts = append(w.stmts, w.stmt)
+	}
+	w.stmt = i + 1
+}
+
+// closeBrace closes the innermost open scope at the '}' at i (a stray one at file scope
+// only ends a statement).
+func (m *File) closeBrace(w *walk, i int32) {
+	if len(w.stack) == 1 {
+		w.stmt = i + 1
+		return
+	}
+	s := w.stack[len(w.stack)-1]
+	w.stack = w.stack[:len(w.stack)-1]
+	sc := &m.scopes[s]
+	sc.close = i
+	m.scopeOf[i] = s
+	if sc.open >= 0 {
+		m.match[sc.open], m.match[i] = i, sc.open
+	}
+	for len(w.parens) > 0 && w.parens[len(w.parens)-1] > sc.open {
+		w.parens = w.parens[:len(w.parens)-1]
+	}
+	if sc.kind == ScopeFunction && sc.fn >= 0 {
+		m.funcs[sc.fn].close = i
+	}
+	if sc.kind.expression() && len(w.stmts) > 0 {
+		w.stmt = w.stmts[len(w.stmts)-1]
+		w.stmts = w.stmts[:len(w.stmts)-1]
+	} else {
+		w.stmt = i + 1
 	}
 }
 
@@ -193,52 +219,13 @@ func (m *File) dispatchTarget(sc *Scope, paren, brace int32) {
 func (m *File) openScope(i, stmt, cur, innerParen int32) int32 {
 	parent := &m.scopes[cur]
 	sc := Scope{parent: cur, open: i, close: int32(len(m.code)), fn: parent.fn}
-	kind := ScopePlain
 	head := m.StripPrefix(stmt, i)
-	switch {
-	case m.isBlockOpen(i):
-		kind = ScopeBlock
-	case m.isLambdaOpen(i):
-		kind = ScopeLambda
-	case head < i && m.Is(head, "@synchronized"):
-		kind = ScopeSync
-		if m.Is(head+1, "(") && m.match[head+1] > head+1 {
-			sc.region = m.LastIdent(head+2, m.match[head+1])
-			sc.regionKind = "@synchronized"
-		}
-	case head < i && isControlWord(m.Bytes(head)):
-		kind = ScopeControl
-	case head < i && m.Is(head, "@autoreleasepool"):
-		kind = ScopePlain
-	case head < i && (m.Is(head, "namespace") || m.Is(head, "inline") && m.Is(head+1, "namespace") ||
-		m.Is(head, "extern") && head+1 < int32(len(m.code)) && m.code[head+1].Kind == String):
-		kind = ScopeNamespace
-	case head == i:
-		if stmt < i && m.isObjCHeader(stmt) {
-			kind = ScopeClass
-		}
-	default:
-		kind = m.classifyHead(head, i, parent.kind)
-	}
-	sc.kind = kind
-	if (kind == ScopeLambda || kind == ScopeBlock) && innerParen > 0 && m.Is(innerParen, "(") {
-		// The callee is the name before the parenthesis (lastIdent of that one token).
-		if m.IsIdent(innerParen-1) && isRegionCallee(m.Bytes(innerParen-1)) {
-			callee := m.Text(innerParen - 1)
-			end := m.TopLevelComma(innerParen+1, i)
-			sc.region = m.LastName(innerParen+1, end)
-			if sc.region == "" {
-				sc.region = callee
-			}
-			sc.regionKind = callee
-			sc.regionVia = m.ThroughObject(innerParen+1, end)
-		}
-		if m.IsIdent(innerParen - 1) {
-			m.dispatchTarget(&sc, innerParen, i)
-		}
+	sc.kind = m.braceKind(&sc, i, stmt, head, parent.kind)
+	if (sc.kind == ScopeLambda || sc.kind == ScopeBlock) && innerParen > 0 && m.Is(innerParen, "(") {
+		m.argumentRegion(&sc, innerParen, i)
 	}
 	idx := int32(len(m.scopes))
-	switch kind {
+	switch sc.kind {
 	case ScopeClass:
 		sc.name = m.className(stmt, head, i)
 		m.classBases(sc.name, head, i)
@@ -254,6 +241,60 @@ func (m *File) openScope(i, stmt, cur, innerParen int32) int32 {
 	}
 	m.scopes = append(m.scopes, sc)
 	return idx
+}
+
+// braceKind says what the '{' at i is, its statement starting at stmt and its head
+// (the statement without labels, attributes and templates) at head; an @synchronized
+// block gets its region in sc.
+func (m *File) braceKind(sc *Scope, i, stmt, head int32, parent ScopeKind) ScopeKind {
+	switch {
+	case m.isBlockOpen(i):
+		return ScopeBlock
+	case m.isLambdaOpen(i):
+		return ScopeLambda
+	case head < i && m.Is(head, "@synchronized"):
+		if m.Is(head+1, "(") && m.match[head+1] > head+1 {
+			sc.region = m.LastIdent(head+2, m.match[head+1])
+			sc.regionKind = "@synchronized"
+		}
+		return ScopeSync
+	case head < i && isControlWord(m.Bytes(head)):
+		return ScopeControl
+	case head < i && m.Is(head, "@autoreleasepool"):
+		return ScopePlain
+	case head < i && (m.Is(head, "namespace") || m.Is(head, "inline") && m.Is(head+1, "namespace") ||
+		m.Is(head, "extern") && head+1 < int32(len(m.code)) && m.code[head+1].Kind == String):
+		return ScopeNamespace
+	case head == i:
+		if stmt < i && m.isObjCHeader(stmt) {
+			return ScopeClass
+		}
+		return ScopePlain
+	default:
+		return m.classifyHead(head, i, parent)
+	}
+}
+
+// argumentRegion handles a block or lambda sc opening at brace as an argument of the call
+// whose parenthesis is at paren: a region holding a lock when the call is dispatch_sync,
+// call_once and the like (the lock being the last name of the first argument), and a
+// block dispatched onto a serial queue when the call is a GCD dispatch.
+func (m *File) argumentRegion(sc *Scope, paren, brace int32) {
+	// The callee is the name before the parenthesis (lastIdent of that one token).
+	if !m.IsIdent(paren - 1) {
+		return
+	}
+	if isRegionCallee(m.Bytes(paren - 1)) {
+		callee := m.Text(paren - 1)
+		end := m.TopLevelComma(paren+1, brace)
+		sc.region = m.LastName(paren+1, end)
+		if sc.region == "" {
+			sc.region = callee
+		}
+		sc.regionKind = callee
+		sc.regionVia = m.ThroughObject(paren+1, end)
+	}
+	m.dispatchTarget(sc, paren, brace)
 }
 
 // classifyHead decides between class, enum, function, initialiser and plain block for a
@@ -334,54 +375,73 @@ func isLambdaSpecifier(b []byte) bool {
 
 // isLambdaOpen: [..]{, [..](..){, [..](..) mutable -> T {.
 func (m *File) isLambdaOpen(i int32) bool {
-	k := i - 1
-	for steps := 0; k >= 0 && steps < 16; steps++ {
-		switch {
-		case m.IsIdent(k) && isLambdaSpecifier(m.Bytes(k)):
-			k--
-			continue
-		case m.Is(k, ")") && m.match[k] > 0 && m.Is(m.match[k]-1, "noexcept"):
-			k = m.match[k] - 2
-			continue
-		}
-		break
-	}
+	k := m.skipLambdaSpecifiers(i - 1)
 	if k < 0 {
 		return false
 	}
 	if !m.Is(k, ")") && !m.Is(k, "]") {
-		// Trailing return type: look back for '->' over type-ish tokens.
-		j := k
-		for steps := 0; j >= 0 && steps < 12; steps++ {
-			if m.Is(j, "->") {
-				break
-			}
-			if !(m.IsIdent(j) || m.Is(j, "::") || m.Is(j, "<") || m.Is(j, ">") || m.Is(j, "*") || m.Is(j, "&") || m.Is(j, ",")) {
-				return false
-			}
-			j--
-		}
-		if !m.Is(j, "->") {
+		var ok bool
+		if k, ok = m.beforeTrailingReturn(k); !ok {
 			return false
-		}
-		k = j - 1
-		for k >= 0 && m.IsIdent(k) && isLambdaSpecifier(m.Bytes(k)) {
-			k--
 		}
 	}
 	if m.Is(k, "]") {
-		o := m.match[k]
-		return o >= 0 && !m.Is(o-1, "operator") && !m.IsIdent(o-1) && !m.Is(o-1, ")") && !m.Is(o-1, "]")
+		return m.isCaptureList(m.match[k])
 	}
 	if m.Is(k, ")") {
 		o := m.match[k]
 		if o <= 0 || !m.Is(o-1, "]") {
 			return false
 		}
-		ob := m.match[o-1]
-		return ob >= 0 && !m.Is(ob-1, "operator") && !m.IsIdent(ob-1) && !m.Is(ob-1, ")") && !m.Is(ob-1, "]")
+		return m.isCaptureList(m.match[o-1])
 	}
 	return false
+}
+
+// skipLambdaSpecifiers steps back from k over the words between a lambda's parameters and
+// its body (mutable, constexpr, noexcept(...)), a few at most.
+func (m *File) skipLambdaSpecifiers(k int32) int32 {
+	for steps := 0; k >= 0 && steps < 16; steps++ {
+		switch {
+		case m.IsIdent(k) && isLambdaSpecifier(m.Bytes(k)):
+			k--
+		case m.Is(k, ")") && m.match[k] > 0 && m.Is(m.match[k]-1, "noexcept"):
+			k = m.match[k] - 2
+		default:
+			return k
+		}
+	}
+	return k
+}
+
+// beforeTrailingReturn steps back from k, the end of a trailing return type, over
+// type-ish tokens to its '->' and the specifiers before it: the index where the lambda's
+// parameters or captures should end; false when there is no '->'.
+func (m *File) beforeTrailingReturn(k int32) (int32, bool) {
+	j := k
+	for steps := 0; j >= 0 && steps < 12; steps++ {
+		if m.Is(j, "->") {
+			break
+		}
+		if !(m.IsIdent(j) || m.Is(j, "::") || m.Is(j, "<") || m.Is(j, ">") || m.Is(j, "*") || m.Is(j, "&") || m.Is(j, ",")) {
+			return 0, false
+		}
+		j--
+	}
+	if !m.Is(j, "->") {
+		return 0, false
+	}
+	k = j - 1
+	for k >= 0 && m.IsIdent(k) && isLambdaSpecifier(m.Bytes(k)) {
+		k--
+	}
+	return k, true
+}
+
+// isCaptureList reports whether the '[' at o opens a lambda's captures rather than an
+// index, a subscript operator or an attribute.
+func (m *File) isCaptureList(o int32) bool {
+	return o >= 0 && !m.Is(o-1, "operator") && !m.IsIdent(o-1) && !m.Is(o-1, ")") && !m.Is(o-1, "]")
 }
 
 // className finds the name in "class [attrs] Name [final] [: bases] {".
