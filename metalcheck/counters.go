@@ -40,7 +40,7 @@ func (m *extractor) refStart(i int32) int32 {
 // or a compound assignment, or preceded by ++ or -- (++x, ++this->x, ++C::x). It is asked
 // of every name in a function, so the usual answer costs a look at the tokens around.
 func (m *extractor) maybeCounter(i int32) bool {
-	if int(i)+1 < int(m.Len()) {
+	if i+1 < m.Len() {
 		if n := m.Tok(i + 1); n.Kind == cxx.Punct && n.End-n.Off >= 2 {
 			last := m.Bytes(i + 1)[n.End-n.Off-1]
 			if last == '=' && n.First() != '=' && n.First() != '!' || last == n.First() && (last == '+' || last == '-') {
@@ -209,11 +209,7 @@ type counterSite struct {
 // places hold too: per-stream, sharded or per-object locks (and different mutexes in
 // different functions) do not exclude each other.
 func judgeCounters(all []facts, st *symtab, cg *callers) []Finding {
-	type group struct {
-		decl  *cxx.Decl
-		sites []counterSite
-	}
-	groups := map[*cxx.Decl]*group{}
+	groups := map[*cxx.Decl][]counterSite{}
 	var order []*cxx.Decl
 	for fi := range all {
 		fx := &all[fi]
@@ -222,86 +218,109 @@ func judgeCounters(all []facts, st *symtab, cg *callers) []Finding {
 			if c.kind != candCounter {
 				continue
 			}
-			d := st.resolve(c, fx.path)
-			if d == nil || d.Atomic || d.Const || d.ThreadLocal || d.Container || d.Mutex {
+			d, s, ok := counterSiteOf(c, fx, st, cg)
+			if !ok {
 				continue
 			}
-			if d.Member {
-				if c.inCtor || !st.processWide(d.Class) {
-					continue // the object is not shared yet, or it is one of many
-				}
-			} else if !d.Static {
-				continue
-			}
-			var locks []lockRef
-			if c.locks >= 0 {
-				locks = fx.lockSets[c.locks]
-			}
-			if up, top := cg.heldByCallers(c.finding.fnClass, c.finding.fnBare); !top {
-				locks = unionLocks(locks, up)
-			}
-			s := counterSite{cand: c, file: fx.path, locks: locks, keys: map[string]string{}, any: len(locks) > 0}
-			for _, r := range locks {
-				if k, pw := st.lockIdentity(r, fx.path); pw {
-					s.keys[k] = r.String()
-				}
-			}
-			g := groups[d]
-			if g == nil {
-				g = &group{decl: d}
-				groups[d] = g
+			if _, seen := groups[d]; !seen {
 				order = append(order, d)
 			}
-			g.sites = append(g.sites, s)
+			groups[d] = append(groups[d], s)
 		}
 	}
 	var out []Finding
 	for _, d := range order {
-		g := groups[d]
-		anyLocked := false
-		count := map[string]int{}
-		display := map[string]string{}
-		for _, s := range g.sites {
-			anyLocked = anyLocked || s.any
-			for k, name := range s.keys {
-				count[k]++
-				display[k] = name
-			}
-		}
-		if !anyLocked {
-			continue // never guarded: not a lock mix-up (an unguarded counter is another matter)
-		}
-		best := ""
-		for k, n := range count {
-			if n > count[best] || n == count[best] && k < best {
-				best = k
-			}
-		}
-		if best != "" && count[best] == len(g.sites) {
-			continue // one process-wide lock everywhere
-		}
-		for _, s := range g.sites {
-			if _, ok := s.keys[best]; best != "" && ok {
-				continue
-			}
-			f := s.cand.finding.make(s.file)
-			here := "with no lock held"
-			if len(s.locks) > 0 {
-				names := make([]string, len(s.locks))
-				for k, r := range s.locks {
-					names[k] = r.String()
-				}
-				here = "under " + strings.Join(names, ", ")
-			}
-			why := "no process-wide lock is held at every place it changes (per-stream, sharded or per-object locks do not exclude each other)"
-			if best != "" {
-				why = fmt.Sprintf("elsewhere it changes under %s, which is not held here", display[best])
-			}
-			f.Message = fmt.Sprintf("%s (declared %s:%d) is not atomic and is read-modify-written here %s; %s", d.Qualified(), d.File, d.Line, here, why)
-			out = append(out, f)
-		}
+		out = append(out, judgeCounter(d, groups[d])...)
 	}
 	return out
+}
+
+// counterSiteOf resolves the variable that candidate c of file fx changes, and the locks
+// held there (its own and those every caller holds); false when the variable is not
+// process-wide, or needs no lock (atomic, const, thread_local, a container or mutex).
+func counterSiteOf(c *candidate, fx *facts, st *symtab, cg *callers) (*cxx.Decl, counterSite, bool) {
+	d := st.resolve(c, fx.path)
+	if d == nil || d.Atomic || d.Const || d.ThreadLocal || d.Container || d.Mutex {
+		return nil, counterSite{}, false
+	}
+	if d.Member {
+		if c.inCtor || !st.processWide(d.Class) {
+			return nil, counterSite{}, false // the object is not shared yet, or it is one of many
+		}
+	} else if !d.Static {
+		return nil, counterSite{}, false
+	}
+	var locks []lockRef
+	if c.locks >= 0 {
+		locks = fx.lockSets[c.locks]
+	}
+	if up, top := cg.heldByCallers(c.finding.fnClass, c.finding.fnBare); !top {
+		locks = unionLocks(locks, up)
+	}
+	s := counterSite{cand: c, file: fx.path, locks: locks, keys: map[string]string{}, any: len(locks) > 0}
+	for _, r := range locks {
+		if k, pw := st.lockIdentity(r, fx.path); pw {
+			s.keys[k] = r.String()
+		}
+	}
+	return d, s, true
+}
+
+// judgeCounter reports the sites of variable d that do not hold the process-wide lock
+// held at most of its sites (all of them when there is none), unless no site holds a lock
+// at all or every site holds that one.
+func judgeCounter(d *cxx.Decl, sites []counterSite) []Finding {
+	best, display, anyLocked := commonLock(sites)
+	if !anyLocked {
+		return nil // never guarded: not a lock mix-up (an unguarded counter is another matter)
+	}
+	var out []Finding
+	for _, s := range sites {
+		if _, ok := s.keys[best]; best != "" && ok {
+			continue
+		}
+		f := s.cand.finding.make(s.file)
+		here := "with no lock held"
+		if len(s.locks) > 0 {
+			names := make([]string, len(s.locks))
+			for k, r := range s.locks {
+				names[k] = r.String()
+			}
+			here = "under " + strings.Join(names, ", ")
+		}
+		why := "no process-wide lock is held at every place it changes (per-stream, sharded or per-object locks do not exclude each other)"
+		if best != "" {
+			why = fmt.Sprintf("elsewhere it changes under %s, which is not held here", display)
+		}
+		f.Message = fmt.Sprintf("%s (declared %s:%d) is not atomic and is read-modify-written here %s; %s", d.Qualified(), d.File, d.Line, here, why)
+		out = append(out, f)
+	}
+	return out
+}
+
+// commonLock returns the identity of the process-wide lock held at most sites (the least
+// identity among equals; "" for none) and its name, and whether any site holds a lock of
+// any kind; when one lock is held at every site, there is nothing to report: no lock and
+// false.
+func commonLock(sites []counterSite) (best, display string, anyLocked bool) {
+	count := map[string]int{}
+	names := map[string]string{}
+	for _, s := range sites {
+		anyLocked = anyLocked || s.any
+		for k, name := range s.keys {
+			count[k]++
+			names[k] = name
+		}
+	}
+	for k, n := range count {
+		if n > count[best] || n == count[best] && k < best {
+			best = k
+		}
+	}
+	if best != "" && count[best] == len(sites) {
+		return "", "", false // one process-wide lock everywhere
+	}
+	return best, names[best], anyLocked
 }
 
 // pooledIndex finds the pooled classes (objects held in a container somewhere) that

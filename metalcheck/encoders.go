@@ -34,19 +34,7 @@ func isFetchName(b []byte) bool {
 // or commit the buffer. A fetch inside the dispatched block is not reported; a returned
 // one is excused when every caller of the function holds a lock or runs on a queue.
 func (m *extractor) fetchOffQueue(i int32, f *function, fx *facts) {
-	if !isFetchName(m.Bytes(i)) {
-		return
-	}
-	switch {
-	case m.Is(i+1, "("):
-		if m.IsIdent(i-1) && !cxx.IsNotDeclPrev(m.Bytes(i-1)) {
-			return // a declaration
-		}
-	case m.Is(i+1, "]") || m.Is(i+1, ":"):
-		if !(m.IsIdent(i-1) || m.Is(i-1, "]") || m.Is(i-1, ")")) {
-			return // not an ObjC send
-		}
-	default:
+	if !m.isFetch(i) {
 		return
 	}
 	if _, kind := m.queueBlock(i); kind != cxx.NotDispatched {
@@ -65,8 +53,34 @@ func (m *extractor) fetchOffQueue(i int32, f *function, fx *facts) {
 		fx.direct = append(fx.direct, fd)
 		return
 	}
-	// The variable it is stored in: the name before the first '=' of the statement.
-	v := int32(-1)
+	v := m.assignedName(start, i)
+	if v < 0 {
+		return
+	}
+	if queue, ok := m.usedInDispatchedBlock(i, f, m.Bytes(v)); ok {
+		fx.direct = append(fx.direct, m.finding(i, "MPS013",
+			fmt.Sprintf("%s is fetched (%s()) outside the block dispatched onto %s that uses it: another thread's commit or synchronize on the stream can end it in between", m.Text(v), name, queue)))
+	}
+}
+
+// isFetch reports whether the fetch name at i is a call or an ObjC send, not a
+// declaration.
+func (m *extractor) isFetch(i int32) bool {
+	if !isFetchName(m.Bytes(i)) {
+		return false
+	}
+	switch {
+	case m.Is(i+1, "("):
+		return !m.IsIdent(i-1) || cxx.IsNotDeclPrev(m.Bytes(i-1)) // else a declaration
+	case m.Is(i+1, "]") || m.Is(i+1, ":"):
+		return m.IsIdent(i-1) || m.Is(i-1, "]") || m.Is(i-1, ")") // else not an ObjC send
+	}
+	return false
+}
+
+// assignedName returns the variable the statement starting at start stores the fetch at
+// i in: the name before its first '=' (outside parentheses); -1 for none.
+func (m *extractor) assignedName(start, i int32) int32 {
 	for k := start; k < i; k++ {
 		if m.Is(k, "(") && m.Match(k) > k {
 			k = m.Match(k)
@@ -74,15 +88,17 @@ func (m *extractor) fetchOffQueue(i int32, f *function, fx *facts) {
 		}
 		if m.Is(k, "=") {
 			if m.IsIdent(k - 1) {
-				v = k - 1
+				return k - 1
 			}
-			break
+			return -1
 		}
 	}
-	if v < 0 {
-		return
-	}
-	variable := m.Bytes(v)
+	return -1
+}
+
+// usedInDispatchedBlock finds a block dispatched onto a queue after i, in function f, that
+// uses variable (not as a member of something else): the queue it is dispatched onto.
+func (m *extractor) usedInDispatchedBlock(i int32, f *function, variable []byte) (string, bool) {
 	for s := m.ScopeOf(i) + 1; s < m.NumScopes() && m.Scope(s).Open() < f.Close(); s++ {
 		sc := m.Scope(s)
 		if sc.Dispatch() == cxx.NotDispatched || sc.Open() <= i {
@@ -90,10 +106,9 @@ func (m *extractor) fetchOffQueue(i int32, f *function, fx *facts) {
 		}
 		for k := sc.Open() + 1; k < sc.Close(); k++ {
 			if m.IsIdent(k) && string(m.Bytes(k)) == string(variable) && !m.Is(k-1, ".") && !m.Is(k-1, "->") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS013",
-					fmt.Sprintf("%s is fetched (%s()) outside the block dispatched onto %s that uses it: another thread's commit or synchronize on the stream can end it in between", m.Text(v), name, sc.Queue())))
-				return
+				return sc.Queue(), true
 			}
 		}
 	}
+	return "", false
 }

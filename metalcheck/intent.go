@@ -325,7 +325,7 @@ func (m *extractor) checkGuarded(sym, lock string) (bool, string) {
 	class, name := splitSymbol(sym)
 	_, lockName := splitSymbol(lock)
 	uses := 0
-	for i := int32(0); i < int32(int(m.Len())); i++ {
+	for i := int32(0); i < m.Len(); i++ {
 		if m.Tok(i).Kind != cxx.Ident || string(m.Bytes(i)) != name {
 			continue
 		}

@@ -244,14 +244,8 @@ func (m *extractor) extract() (fx facts) {
 		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
 		fx.deferred, fx.stmts = ownCopy(fx.deferred), ownCopy(fx.stmts)
 	}()
-	for k := range m.NumDirectives() {
-		d := m.Directive(k)
-		if word, rest := cxx.DirectiveWord(m.TokenBytes(d)); word == "if" && cxx.IsZeroCond(rest) {
-			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
-		}
-	}
-	n := int32(int(m.Len()))
-	hot := strings.Contains(m.Path(), "native/mps/operations/")
+	m.disabledBranches(&fx)
+	n := m.Len()
 	for i := int32(0); i < n; i++ {
 		// The rules look at identifiers, && and [ only.
 		for ; i < n; i++ {
@@ -262,88 +256,7 @@ func (m *extractor) extract() (fx facts) {
 		if i == n {
 			break
 		}
-		t := m.Tok(i)
-		b := m.Bytes(i)
-		// MPS007 applies anywhere.
-		switch string(b) {
-		case "false":
-			if m.Is(i+1, "&&") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS007", "`false &&` makes the rest of the condition dead"))
-			}
-		case "&&":
-			if m.Is(i+1, "false") {
-				fx.direct = append(fx.direct, m.finding(i+1, "MPS007", "`&& false` makes the whole condition false"))
-			}
-		case "if":
-			if m.Is(i+1, "(") && (m.Is(i+2, "0") || m.Is(i+2, "false")) && m.Is(i+3, ")") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.Text(i+2))))
-			}
-		}
-		// (A function's own '{', which belongs to its scope, never gets here: only
-		// identifiers, && and [ do.)
-		fi := m.Scope(m.ScopeOf(i)).Fn()
-		if fi < 0 {
-			continue
-		}
-		f := &m.funcs[fi]
-		if t.Kind == cxx.Ident && m.Is(i+1, "(") {
-			m.callSite(i, fi, &fx)
-		}
-		if t.Kind == cxx.Punct {
-			if string(b) == "[" {
-				m.objcMutation(i, fi, &fx)
-			}
-			continue
-		}
-		// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
-		if isWaitWord(b) {
-			m.waitRules(i, f, &fx)
-		}
-		if isFetchName(b) {
-			m.fetchOffQueue(i, f, &fx)
-		}
-		if m.maybeCounter(i) {
-			m.counterMutation(i, f, &fx)
-		}
-		if f.resetPath == 0 {
-			f.resetPath = 2
-			if resetPath(f.Bare()) && !f.Ctor() {
-				f.resetPath = 1
-			}
-		}
-		if f.resetPath == 1 {
-			m.poolReset(i, f, &fx)
-		}
-		switch string(b) {
-		case "if":
-			m.nullInit(i, fi, &fx)
-		case "getDefaultMPSStream":
-			if !m.Is(i+1, "(") || deviceWideSync(f.Bare()) {
-				break // device-wide synchronisation is MPS009's
-			}
-			fn := strings.ToLower(f.Bare())
-			switch {
-			case strings.Contains(fn, "sync"):
-				fx.direct = append(fx.direct, m.finding(i, "MPS005",
-					fmt.Sprintf("getDefaultMPSStream() in synchronisation function %s: it synchronises the default stream, not the calling thread's", f.Name())))
-			case m.Is(i+2, ")") && m.Is(i+3, "->") && m.Is(i+4, "synchronize"):
-				fx.direct = append(fx.direct, m.finding(i, "MPS005",
-					"getDefaultMPSStream()->synchronize() waits on the default stream, not the calling thread's"))
-			}
-		case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
-			m.offQueue(i, f, &fx)
-			if string(b) == "synchronize" {
-				m.singleStreamSync(i, f, &fx)
-				m.gpuWait(i, &fx)
-			}
-		case "waitUntilCompleted", "commitAndWait", "waitUntilSignaledValue":
-			m.gpuWait(i, &fx)
-		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
-			m.nestedDispatch(i, &fx)
-			m.dispatchInQueueBlock(i, &fx)
-		default:
-			m.containerMutation(i, fi, &fx)
-		}
+		m.tokenRules(i, &fx)
 	}
 	for fi := range m.funcs {
 		f := &m.funcs[fi]
@@ -354,42 +267,160 @@ func (m *extractor) extract() (fx facts) {
 				onQueue: f.waits&waitOnQueue != 0})
 		}
 	}
-	// Locks on an operator's execution path.
+	hot := strings.Contains(m.Path(), "native/mps/operations/")
 	for si := range m.NumScopes() {
-		sc := m.Scope(si)
-		if sc.Fn() < 0 {
-			continue
-		}
-		f := &m.funcs[sc.Fn()]
-		if sc.NumLocks() == 0 || !hot && !hotPathFunction(f.Bare()) && !allocatorPath(f) && !operatorEntry(f) {
-			continue
-		}
-		for ev := range sc.Locks() {
-			if ev.Release {
-				continue
-			}
-			fd := m.pending(ev.At, "MPS006")
-			where := f.Name()
-			switch {
-			case hot:
-				where = "an operator in native/mps/operations/"
-			case operatorEntry(f) && !hotPathFunction(f.Bare()) && !allocatorPath(f):
-				where = "operator entry " + f.Name()
-			}
-			c := candidate{kind: candHotLock, name: ev.Name, qual: ev.Qual, class: f.Class(), where: where, finding: fd}
-			c.fastPath = m.fastPathNames(int32(si), ev.At, f)
-			if perThreadCache(c.fastPath, f) {
-				continue
-			}
-			if d, ok := f.Static(ev.Name); ok && ev.Qual == "" {
-				c.localStatic = &d
-			} else if ev.Qual == "" && m.isLocal(sc.Fn(), ev.Name) {
-				continue
-			}
-			fx.cands = append(fx.cands, c)
-		}
+		m.hotPathLocks(si, hot, &fx)
 	}
 	return fx
+}
+
+// disabledBranches: MPS007 for each #if 0.
+func (m *extractor) disabledBranches(fx *facts) {
+	for k := range m.NumDirectives() {
+		d := m.Directive(k)
+		if word, rest := cxx.DirectiveWord(m.TokenBytes(d)); word == "if" && cxx.IsZeroCond(rest) {
+			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
+		}
+	}
+}
+
+// tokenRules runs the rules that look at code token i, an identifier, && or [.
+func (m *extractor) tokenRules(i int32, fx *facts) {
+	t := m.Tok(i)
+	b := m.Bytes(i)
+	m.deadCondition(i, b, fx)
+	// (A function's own '{', which belongs to its scope, never gets here: only
+	// identifiers, && and [ do.)
+	fi := m.Scope(m.ScopeOf(i)).Fn()
+	if fi < 0 {
+		return
+	}
+	f := &m.funcs[fi]
+	if t.Kind == cxx.Ident && m.Is(i+1, "(") {
+		m.callSite(i, fi, fx)
+	}
+	if t.Kind == cxx.Punct {
+		if string(b) == "[" {
+			m.objcMutation(i, fi, fx)
+		}
+		return
+	}
+	// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
+	if isWaitWord(b) {
+		m.waitRules(i, f, fx)
+	}
+	if isFetchName(b) {
+		m.fetchOffQueue(i, f, fx)
+	}
+	if m.maybeCounter(i) {
+		m.counterMutation(i, f, fx)
+	}
+	if f.resetPath == 0 {
+		f.resetPath = 2
+		if resetPath(f.Bare()) && !f.Ctor() {
+			f.resetPath = 1
+		}
+	}
+	if f.resetPath == 1 {
+		m.poolReset(i, f, fx)
+	}
+	m.wordRules(i, b, fi, f, fx)
+}
+
+// deadCondition: MPS007 (anywhere) for `false &&`, `&& false` and if (0) at i.
+func (m *extractor) deadCondition(i int32, b []byte, fx *facts) {
+	switch string(b) {
+	case "false":
+		if m.Is(i+1, "&&") {
+			fx.direct = append(fx.direct, m.finding(i, "MPS007", "`false &&` makes the rest of the condition dead"))
+		}
+	case "&&":
+		if m.Is(i+1, "false") {
+			fx.direct = append(fx.direct, m.finding(i+1, "MPS007", "`&& false` makes the whole condition false"))
+		}
+	case "if":
+		if m.Is(i+1, "(") && (m.Is(i+2, "0") || m.Is(i+2, "false")) && m.Is(i+3, ")") {
+			fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.Text(i+2))))
+		}
+	}
+}
+
+// wordRules runs the rules keyed by the identifier b at i, in function fi (f).
+func (m *extractor) wordRules(i int32, b []byte, fi int32, f *function, fx *facts) {
+	switch string(b) {
+	case "if":
+		m.nullInit(i, fi, fx)
+	case "getDefaultMPSStream":
+		m.defaultStreamSync(i, f, fx)
+	case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
+		m.offQueue(i, f, fx)
+		if string(b) == "synchronize" {
+			m.singleStreamSync(i, f, fx)
+			m.gpuWait(i, fx)
+		}
+	case "waitUntilCompleted", "commitAndWait", "waitUntilSignaledValue":
+		m.gpuWait(i, fx)
+	case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
+		m.nestedDispatch(i, fx)
+		m.dispatchInQueueBlock(i, fx)
+	default:
+		m.containerMutation(i, fi, fx)
+	}
+}
+
+// defaultStreamSync: MPS005 for getDefaultMPSStream() at i in a synchronisation function,
+// or getDefaultMPSStream()->synchronize() anywhere but in device-wide synchronisation
+// (MPS009's).
+func (m *extractor) defaultStreamSync(i int32, f *function, fx *facts) {
+	if !m.Is(i+1, "(") || deviceWideSync(f.Bare()) {
+		return
+	}
+	fn := strings.ToLower(f.Bare())
+	switch {
+	case strings.Contains(fn, "sync"):
+		fx.direct = append(fx.direct, m.finding(i, "MPS005",
+			fmt.Sprintf("getDefaultMPSStream() in synchronisation function %s: it synchronises the default stream, not the calling thread's", f.Name())))
+	case m.Is(i+2, ")") && m.Is(i+3, "->") && m.Is(i+4, "synchronize"):
+		fx.direct = append(fx.direct, m.finding(i, "MPS005",
+			"getDefaultMPSStream()->synchronize() waits on the default stream, not the calling thread's"))
+	}
+}
+
+// hotPathLocks: MPS006 candidates for the locks taken in scope si when its function is on
+// an operator's execution path (hot: the file is an operator's).
+func (m *extractor) hotPathLocks(si int32, hot bool, fx *facts) {
+	sc := m.Scope(si)
+	if sc.Fn() < 0 {
+		return
+	}
+	f := &m.funcs[sc.Fn()]
+	if sc.NumLocks() == 0 || !hot && !hotPathFunction(f.Bare()) && !allocatorPath(f) && !operatorEntry(f) {
+		return
+	}
+	for ev := range sc.Locks() {
+		if ev.Release {
+			continue
+		}
+		fd := m.pending(ev.At, "MPS006")
+		where := f.Name()
+		switch {
+		case hot:
+			where = "an operator in native/mps/operations/"
+		case operatorEntry(f) && !hotPathFunction(f.Bare()) && !allocatorPath(f):
+			where = "operator entry " + f.Name()
+		}
+		c := candidate{kind: candHotLock, name: ev.Name, qual: ev.Qual, class: f.Class(), where: where, finding: fd}
+		c.fastPath = m.fastPathNames(si, ev.At, f)
+		if perThreadCache(c.fastPath, f) {
+			continue
+		}
+		if d, ok := f.Static(ev.Name); ok && ev.Qual == "" {
+			c.localStatic = &d
+		} else if ev.Qual == "" && m.isLocal(sc.Fn(), ev.Name) {
+			continue
+		}
+		fx.cands = append(fx.cands, c)
+	}
 }
 
 // ownCopy returns s copied at its length (nil when empty), so that the copy does not keep
@@ -937,57 +968,13 @@ func isNullWord(b []byte) bool {
 // nullInit: if (!x) x = ...; if (x == nullptr) { x = ...; } with an assignment made with
 // no lock held.
 func (m *extractor) nullInit(i, fi int32, fx *facts) {
-	j := i + 1
-	if m.Is(j, "constexpr") {
-		j++
-	}
-	if !m.Is(j, "(") || m.Match(j) <= j {
-		return
-	}
-	cl := m.Match(j)
-	var at int32 = -1
-	c := j + 1
-	switch {
-	case m.Is(c, "!"):
-		at = m.refEnd(c+1, cl)
-		if at < 0 || at+1 != cl {
-			return
-		}
-	case isNullWord(m.Bytes(c)) && m.Is(c+1, "=="):
-		at = m.refEnd(c+2, cl)
-		if at < 0 || at+1 != cl {
-			return
-		}
-	default:
-		at = m.refEnd(c, cl)
-		if at < 0 || !m.Is(at+1, "==") || !isNullWord(m.Bytes(at+2)) || at+3 != cl {
-			return
-		}
-	}
-	name := m.Text(at)
-	qual, ok := m.rootRef(at)
+	cl, at, ok := m.nullTest(i)
 	if !ok {
 		return
 	}
-	// The body: a braced block or one statement.
-	bs, be := cl+1, cl+1
-	if m.Is(bs, "{") && m.Match(bs) > bs {
-		be = m.Match(bs)
-	} else {
-		for be < int32(int(m.Len())) && !(m.Is(be, ";") && m.ScopeOf(be) == m.ScopeOf(i)) {
-			be++
-		}
-	}
-	unlocked := false
-	for k := bs; k < be; k++ {
-		if m.IsIdent(k) && string(m.Bytes(k)) == name && m.Is(k+1, "=") {
-			if _, ok := m.rootRef(k); ok && !m.Locked(k) {
-				unlocked = true
-				break
-			}
-		}
-	}
-	if !unlocked {
+	name := m.Text(at)
+	qual, ok := m.rootRef(at)
+	if !ok || !m.unlockedAssignment(i, cl, name) {
 		return
 	}
 	f := &m.funcs[fi]
@@ -1004,6 +991,54 @@ func (m *extractor) nullInit(i, fi int32, fx *facts) {
 	}
 	cand.finding = m.pending(i, "MPS001")
 	fx.cands = append(fx.cands, cand)
+}
+
+// nullTest recognises the condition of the if at i as a test that a reference is null:
+// (!x), (nullptr == x), (x == nullptr) (and if constexpr): the index of the ')' closing
+// the condition and of the reference's last name.
+func (m *extractor) nullTest(i int32) (cl, at int32, ok bool) {
+	j := i + 1
+	if m.Is(j, "constexpr") {
+		j++
+	}
+	if !m.Is(j, "(") || m.Match(j) <= j {
+		return 0, 0, false
+	}
+	cl = m.Match(j)
+	c := j + 1
+	switch {
+	case m.Is(c, "!"):
+		at = m.refEnd(c+1, cl)
+		ok = at >= 0 && at+1 == cl
+	case isNullWord(m.Bytes(c)) && m.Is(c+1, "=="):
+		at = m.refEnd(c+2, cl)
+		ok = at >= 0 && at+1 == cl
+	default:
+		at = m.refEnd(c, cl)
+		ok = at >= 0 && m.Is(at+1, "==") && isNullWord(m.Bytes(at+2)) && at+3 == cl
+	}
+	return cl, at, ok
+}
+
+// unlockedAssignment reports whether the body of the if at i, whose condition closes at
+// cl (a braced block or one statement), assigns name with no lock held.
+func (m *extractor) unlockedAssignment(i, cl int32, name string) bool {
+	bs, be := cl+1, cl+1
+	if m.Is(bs, "{") && m.Match(bs) > bs {
+		be = m.Match(bs)
+	} else {
+		for be < m.Len() && !(m.Is(be, ";") && m.ScopeOf(be) == m.ScopeOf(i)) {
+			be++
+		}
+	}
+	for k := bs; k < be; k++ {
+		if m.IsIdent(k) && string(m.Bytes(k)) == name && m.Is(k+1, "=") {
+			if _, ok := m.rootRef(k); ok && !m.Locked(k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // refEnd parses a reference (x, this->x, self->x, C::x) starting at s before e and returns
@@ -1057,16 +1092,16 @@ func (m *extractor) statementText(i int32) string {
 		s--
 	}
 	e := i
-	for int(e) < int(m.Len())-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
+	for e < m.Len()-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
 		e++
 	}
 	var sb strings.Builder
 	size := 0 // one allocation: the tokens and a space after each
-	for k := s; k <= e && int(k) < int(m.Len()); k++ {
+	for k := s; k <= e && k < m.Len(); k++ {
 		size += int(m.Tok(k).End-m.Tok(k).Off) + 1
 	}
 	sb.Grow(size)
-	for k := s; k <= e && int(k) < int(m.Len()); k++ {
+	for k := s; k <= e && k < m.Len(); k++ {
 		if k > s {
 			sb.WriteByte(' ')
 		}
@@ -1258,80 +1293,88 @@ func looksLikeMember(name string) bool {
 // judge turns a candidate into a finding, or nothing.
 func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	d := st.resolve(c, file)
-	var f Finding // made only for a finding: most candidates are not one
 	switch c.kind {
 	case candContainer:
-		if d == nil || !d.Container || d.ThreadLocal || d.Const {
-			return f, false
-		}
-		if d.Member && c.inCtor {
-			return f, false
-		}
-		f = c.finding.make(file)
-		what := "static container"
-		if d.Member {
-			what = "member container"
-		}
-		f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.Qualified(), d.File, d.Line)
-		f.memberState = d.Member
-		return f, true
+		return judgeContainer(c, d, file)
 	case candNullInit:
-		if c.inCtor {
-			return f, false
-		}
-		if d != nil && d.Atomic {
-			d = nil // judged as before atomics were declarations: by the name alone
-		}
-		switch {
-		case d != nil && d.ThreadLocal:
-			return f, false
-		case d != nil && d.Static:
-			f = c.finding.make(file)
-			r := rulesByKey()["MPS001"]
-			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
-			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.Qualified(), d.File, d.Line)
-			return f, true
-		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
-			f = c.finding.make(file)
-			r := rulesByKey()["MPS003"]
-			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
-			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
-			f.memberState = true
-			return f, true
-		}
-		return f, false
+		return judgeNullInit(c, d, file)
 	case candPoolReset:
 		return st.judgePoolReset(c, file)
 	case candHotLock:
-		if d == nil || !d.Mutex || d.ThreadLocal {
-			return f, false
-		}
-		for _, n := range c.fastPath {
-			if fd := st.resolve(&candidate{name: n, class: c.class}, file); fd != nil && fd.ThreadLocal {
-				return f, false // a per-thread cache answers before the lock
-			}
-		}
-		if d.Member {
-			if !st.processWide(d.Class) {
-				return f, false // a per-object (per-stream) lock
-			}
-			f = c.finding.make(file)
-			f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.Class, d.File, d.Line, c.where)
-			return f, true
-		}
-		f = c.finding.make(file)
-		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.File, d.Line, c.where)
-		return f, true
+		return st.judgeHotLock(c, d, file)
 	}
-	return f, false
+	return Finding{}, false
 }
 
-// hasToken says whether any token in [from, to) is word.
-func (m *extractor) hasToken(from, to int32, word string) bool {
-	for k := from; k < to; k++ {
-		if m.Is(k, word) {
-			return true
+// judgeContainer (MPS002): a mutation with no lock held of a container d that is static,
+// or a member outside its constructor. The Finding is made only for a finding: most
+// candidates are not one.
+func judgeContainer(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if d == nil || !d.Container || d.ThreadLocal || d.Const {
+		return Finding{}, false
+	}
+	if d.Member && c.inCtor {
+		return Finding{}, false
+	}
+	f := c.finding.make(file)
+	what := "static container"
+	if d.Member {
+		what = "member container"
+	}
+	f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.Qualified(), d.File, d.Line)
+	f.memberState = d.Member
+	return f, true
+}
+
+// judgeNullInit: an unlocked if (!x) x = ... is a lazy singleton (MPS001) when x is
+// static, a lazily initialised member (MPS003) when it is a member (or looks like one).
+func judgeNullInit(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if c.inCtor {
+		return Finding{}, false
+	}
+	if d != nil && d.Atomic {
+		d = nil // judged as before atomics were declarations: by the name alone
+	}
+	switch {
+	case d != nil && d.ThreadLocal:
+		return Finding{}, false
+	case d != nil && d.Static:
+		f := c.finding.make(file)
+		r := rulesByKey()["MPS001"]
+		f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+		f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.Qualified(), d.File, d.Line)
+		return f, true
+	case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
+		f := c.finding.make(file)
+		r := rulesByKey()["MPS003"]
+		f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+		f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
+		f.memberState = true
+		return f, true
+	}
+	return Finding{}, false
+}
+
+// judgeHotLock (MPS006): a lock on an operator's path of a process-wide mutex d (a static,
+// or a member of a process-wide object), unless a per-thread cache answers before it.
+func (st *symtab) judgeHotLock(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if d == nil || !d.Mutex || d.ThreadLocal {
+		return Finding{}, false
+	}
+	for _, n := range c.fastPath {
+		if fd := st.resolve(&candidate{name: n, class: c.class}, file); fd != nil && fd.ThreadLocal {
+			return Finding{}, false // a per-thread cache answers before the lock
 		}
 	}
-	return false
+	if d.Member {
+		if !st.processWide(d.Class) {
+			return Finding{}, false // a per-object (per-stream) lock
+		}
+		f := c.finding.make(file)
+		f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.Class, d.File, d.Line, c.where)
+		return f, true
+	}
+	f := c.finding.make(file)
+	f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.File, d.Line, c.where)
+	return f, true
 }

@@ -264,8 +264,8 @@ func (m *extractor) deferCall(i int32, f *function, site int32, rule, queue stri
 	// The statement's source bytes, normalised into tokens only for a finding (most
 	// deferred calls never become one): one copy here instead of a text per call.
 	start, end := m.statementBounds(i)
-	if int(end) >= int(m.Len()) {
-		end = int32(int(m.Len())) - 1
+	if end >= m.Len() {
+		end = m.Len() - 1
 	}
 	off := int32(len(fx.stmts))
 	fx.stmts = append(fx.stmts, m.Span(start, end)...)
@@ -342,7 +342,7 @@ func (m *extractor) statementBounds(i int32) (int32, int32) {
 		s--
 	}
 	e := i
-	for int(e) < int(m.Len())-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
+	for e < m.Len()-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
 		e++
 	}
 	return s, e
