@@ -182,7 +182,7 @@ func TestIsLocalMatchesLocalNames(t *testing.T) {
 	checked, locals := 0, 0
 	for name, src := range srcs {
 		scanned, set := Read(name, src), Read(name, src)
-		scans, sets := NewLocals(scanned), NewLocals(set)
+		scans, sets := newLocals(scanned), newLocals(set)
 		for fi := range scanned.funcs {
 			f := &scanned.funcs[fi]
 			for k := f.headStart; k < f.close && int(k) < len(scanned.code); k++ {

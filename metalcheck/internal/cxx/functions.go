@@ -111,7 +111,7 @@ func (m *File) functionName(f *Function, head, i int32) {
 			continue
 		}
 		if close := m.match[j]; close > j && m.Is(close+1, "(") && m.IsIdent(nameAt) && isUpper(m.Bytes(nameAt)) {
-			f.bare = m.LastIdent(j+1, close)
+			f.bare = m.lastIdent(j+1, close)
 			f.name = f.bare
 			f.entryMacro = true
 			return

@@ -5,8 +5,8 @@ package cxx
 const localScanLimit = 4
 
 // Locals answers whether a name is a parameter or non-static local of a function of a
-// File. It keeps its answers beside the model, which stays read-only; Reset points it at
-// the next file and reuses its memory.
+// File. It keeps its answers beside the model, which stays read-only. The zero Locals is
+// ready for Reset, which points it at a file, reusing its memory from the previous one.
 type Locals struct {
 	m   *File
 	fns []localMemo
@@ -19,8 +19,8 @@ type localMemo struct {
 	scans int32
 }
 
-// NewLocals returns the locals of m's functions.
-func NewLocals(m *File) *Locals {
+// newLocals returns the locals of m's functions.
+func newLocals(m *File) *Locals {
 	l := new(Locals)
 	l.Reset(m)
 	return l

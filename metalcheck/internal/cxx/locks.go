@@ -88,7 +88,7 @@ func (m *File) guardArgs(open, e int32, guard string) []LockEvent {
 	deferred := false
 	for a := open + 1; a < close; {
 		b := m.TopLevelComma(a, close)
-		switch arg := m.LastIdent(a, b); arg {
+		switch arg := m.lastIdent(a, b); arg {
 		case "defer_lock", "try_to_lock":
 			deferred = true
 		case "adopt_lock", "":
@@ -116,7 +116,7 @@ func (m *File) guardedMutex(a, b, e int32, arg, guard string) LockEvent {
 			}
 		}
 	}
-	ev.Via = m.ThroughObject(a, ev.At)
+	ev.Via = m.throughObject(a, ev.At)
 	return ev
 }
 

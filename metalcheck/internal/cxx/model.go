@@ -119,12 +119,6 @@ func (sc *Scope) Locks() iter.Seq[LockEvent] {
 	}
 }
 
-// Expression scopes sit inside a statement, which goes on after their closing brace.
-func (k ScopeKind) Expression() bool { return k.expression() }
-
-// Declarative scopes hold declarations rather than statements.
-func (k ScopeKind) Declarative() bool { return k.declarative() }
-
 // First is the token's first byte (a one-byte punctuator compares without the source).
 func (t Token) First() byte { return t.first }
 

@@ -21,9 +21,9 @@ func (m *File) ExprText(s, e int32) string {
 	return sb.String()
 }
 
-// ThroughObject reports whether the expression [s, e) reaches its last name through
+// throughObject reports whether the expression [s, e) reaches its last name through
 // another object: a.b, p->b, a[i].b, q->queue() (not this-> or self->).
-func (m *File) ThroughObject(s, e int32) bool {
+func (m *File) throughObject(s, e int32) bool {
 	for j := s; j < e; j++ {
 		if m.Is(j, ".") || m.Is(j, "->") || m.Is(j, "[") {
 			if m.Is(j-1, "this") || m.Is(j-1, "self") {
@@ -214,8 +214,8 @@ func (m *File) TopLevelComma(s, e int32) int32 {
 	return e
 }
 
-// LastIdent returns the last identifier in [s, e) that is not a call's name.
-func (m *File) LastIdent(s, e int32) string {
+// lastIdent returns the last identifier in [s, e) that is not a call's name.
+func (m *File) lastIdent(s, e int32) string {
 	if s < 0 {
 		s = 0
 	}

@@ -254,7 +254,7 @@ func (m *File) braceKind(sc *Scope, i, stmt, head int32, parent ScopeKind) Scope
 		return ScopeLambda
 	case head < i && m.Is(head, "@synchronized"):
 		if m.Is(head+1, "(") && m.match[head+1] > head+1 {
-			sc.region = m.LastIdent(head+2, m.match[head+1])
+			sc.region = m.lastIdent(head+2, m.match[head+1])
 			sc.regionKind = "@synchronized"
 		}
 		return ScopeSync
@@ -292,7 +292,7 @@ func (m *File) argumentRegion(sc *Scope, paren, brace int32) {
 			sc.region = callee
 		}
 		sc.regionKind = callee
-		sc.regionVia = m.ThroughObject(paren+1, end)
+		sc.regionVia = m.throughObject(paren+1, end)
 	}
 	m.dispatchTarget(sc, paren, brace)
 }
