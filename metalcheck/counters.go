@@ -90,7 +90,7 @@ func (m *extractor) counterMutation(i int32, f *function, fx *facts) {
 	c := candidate{kind: candCounter, name: name, qual: qual, class: f.Class(), inCtor: f.Ctor(), locks: -1}
 	if qual == "" {
 		if d, ok := f.Static(name); ok {
-			c.localStatic = &d
+			c.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}

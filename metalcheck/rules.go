@@ -415,13 +415,18 @@ func (m *extractor) hotPathLocks(si int32, hot bool, fx *facts) {
 			continue
 		}
 		if d, ok := f.Static(ev.Name); ok && ev.Qual == "" {
-			c.localStatic = &d
+			c.localStatic = ownDecl(d)
 		} else if ev.Qual == "" && m.isLocal(sc.Fn(), ev.Name) {
 			continue
 		}
 		fx.cands = append(fx.cands, c)
 	}
 }
+
+// ownDecl returns a copy of d to keep in a candidate. (Taking the address of the
+// variable Function.Static answers into would move that variable to the heap on every
+// question, found or not: most are not.)
+func ownDecl(d cxx.Decl) *cxx.Decl { return &d }
 
 // ownCopy returns s copied at its length (nil when empty), so that the copy does not keep
 // the arena's buffer.
@@ -947,7 +952,7 @@ func (m *extractor) containerCandidate(i, fi int32, fx *facts) {
 			if d.Atomic {
 				return
 			}
-			c.localStatic = &d
+			c.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}
@@ -984,7 +989,7 @@ func (m *extractor) nullInit(i, fi int32, fx *facts) {
 			if d.Atomic {
 				return // (a check-then-act on an atomic is judged by no rule yet)
 			}
-			cand.localStatic = &d
+			cand.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}
