@@ -17,14 +17,14 @@ import (
 	"sync"
 )
 
-// DefaultPaths are the directories audited when none are given (the [audit] paths default).
-var DefaultPaths = []string{"aten/src/ATen/mps", "aten/src/ATen/native/mps"}
+// defaultPaths are the directories audited when none are given (the [audit] paths default).
+var defaultPaths = []string{"aten/src/ATen/mps", "aten/src/ATen/native/mps"}
 
 // Options configure an audit.
 type Options struct {
 	// Root is the tree the paths are relative to.
 	Root string
-	// Paths are directories or files under Root; empty means DefaultPaths. Directories are
+	// Paths are directories or files under Root; empty means defaultPaths. Directories are
 	// walked recursively for .h, .hpp, .mm, .m, .cpp, .cc and .cxx files.
 	Paths []string
 	// Workers bounds how many files are read and analysed at once; 0 means GOMAXPROCS.
@@ -41,8 +41,8 @@ type Report struct {
 
 var sourceExts = map[string]bool{".h": true, ".hpp": true, ".mm": true, ".m": true, ".cpp": true, ".cc": true, ".cxx": true}
 
-// IsSource reports whether name has an extension the audit reads.
-func IsSource(name string) bool { return sourceExts[strings.ToLower(filepath.Ext(name))] }
+// isSource reports whether name has an extension the audit reads.
+func isSource(name string) bool { return sourceExts[strings.ToLower(filepath.Ext(name))] }
 
 // Audit scans the sources under opts.Paths for thread-safety hazards. Files are read and
 // analysed in parallel; findings come back sorted by file, line, column and rule, each with
@@ -50,7 +50,7 @@ func IsSource(name string) bool { return sourceExts[strings.ToLower(filepath.Ext
 func Audit(ctx context.Context, opts Options) (*Report, error) {
 	paths := opts.Paths
 	if len(paths) == 0 {
-		paths = DefaultPaths
+		paths = defaultPaths
 	}
 	files, err := listSources(opts.Root, paths)
 	if err != nil {
@@ -302,7 +302,7 @@ func listSources(root string, paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() || !IsSource(d.Name()) {
+			if d.IsDir() || !isSource(d.Name()) {
 				return nil
 			}
 			r, err := filepath.Rel(root, p)

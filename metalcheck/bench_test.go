@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"os"
 	"path/filepath"
 	"sort"
@@ -190,7 +191,7 @@ func BenchmarkTokenize(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		Tokenize(src)
+		cxx.Tokenize(src)
 	}
 }
 

@@ -2,6 +2,7 @@ package metalcheck
 
 import (
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"sort"
 	"strings"
 	"sync"
@@ -18,16 +19,16 @@ func isCompoundAssign(b []byte) bool {
 
 // refStart returns the first token of the reference whose last name is at i: this->x,
 // self->x and C::x start before x.
-func (m *fileModel) refStart(i int32) int32 {
+func (m *extractor) refStart(i int32) int32 {
 	switch {
-	case m.is(i-1, "->") && (m.is(i-2, "this") || m.is(i-2, "self")):
+	case m.Is(i-1, "->") && (m.Is(i-2, "this") || m.Is(i-2, "self")):
 		return i - 2
-	case m.is(i-1, "::"):
+	case m.Is(i-1, "::"):
 		r := i
-		for m.is(r-1, "::") && m.isIdent(r-2) {
+		for m.Is(r-1, "::") && m.IsIdent(r-2) {
 			r -= 2
 		}
-		if m.is(r-1, "::") { // ::x
+		if m.Is(r-1, "::") { // ::x
 			r--
 		}
 		return r
@@ -38,12 +39,12 @@ func (m *fileModel) refStart(i int32) int32 {
 // maybeCounter reports whether the name at i is read-modify-written: followed by ++, --
 // or a compound assignment, or preceded by ++ or -- (++x, ++this->x, ++C::x). It is asked
 // of every name in a function, so the usual answer costs a look at the tokens around.
-func (m *fileModel) maybeCounter(i int32) bool {
-	if int(i)+1 < len(m.code) {
-		if n := &m.code[i+1]; n.Kind == Punct && n.End-n.Off >= 2 {
-			last := m.src[n.End-1]
-			if last == '=' && n.first != '=' && n.first != '!' || last == n.first && (last == '+' || last == '-') {
-				if m.is(i+1, "++") || m.is(i+1, "--") || isCompoundAssign(m.tb(i+1)) {
+func (m *extractor) maybeCounter(i int32) bool {
+	if i+1 < m.Len() {
+		if n := m.Tok(i + 1); n.Kind == cxx.Punct && n.End-n.Off >= 2 {
+			last := m.Bytes(i + 1)[n.End-n.Off-1]
+			if last == '=' && n.First() != '=' && n.First() != '!' || last == n.First() && (last == '+' || last == '-') {
+				if m.Is(i+1, "++") || m.Is(i+1, "--") || isCompoundAssign(m.Bytes(i+1)) {
 					return true
 				}
 			}
@@ -52,16 +53,16 @@ func (m *fileModel) maybeCounter(i int32) bool {
 	if i == 0 {
 		return false
 	}
-	p := &m.code[i-1]
-	if p.Kind != Punct || p.End-p.Off != 2 {
+	p := m.Tok(i - 1)
+	if p.Kind != cxx.Punct || p.End-p.Off != 2 {
 		return false
 	}
-	switch p.first {
+	switch p.First() {
 	case '+', '-':
-		if m.src[p.Off+1] == p.first {
+		if m.Bytes(i - 1)[1] == p.First() {
 			return true // ++x, --x
 		}
-		if !m.is(i-2, "this") && !m.is(i-2, "self") {
+		if !m.Is(i-2, "this") && !m.Is(i-2, "self") {
 			return false // a->x
 		}
 	case ':':
@@ -69,51 +70,51 @@ func (m *fileModel) maybeCounter(i int32) bool {
 		return false
 	}
 	r := m.refStart(i)
-	return m.is(r-1, "++") || m.is(r-1, "--")
+	return m.Is(r-1, "++") || m.Is(r-1, "--")
 }
 
 // counterMutation (MPS011): x++, ++x, x--, x += n and the other compound assignments of
 // a variable that is not a local or parameter (x, this->x, C::x; not obj.x), with the
 // locks held there (maybeCounter said it is one). Whether x is process-wide, atomic, and
 // guarded by one lock at every such place is judged over every file (judgeCounters).
-func (m *fileModel) counterMutation(i int32, f *function, fx *facts) {
-	if !m.isIdent(i) || m.is(i, "operator") || m.is(i, "this") || m.is(i, "self") {
+func (m *extractor) counterMutation(i int32, f *function, fx *facts) {
+	if !m.IsIdent(i) || m.Is(i, "operator") || m.Is(i, "this") || m.Is(i, "self") {
 		return
 	}
 	qual, ok := m.rootRef(i)
 	if !ok {
 		return
 	}
-	name := m.text(i)
-	fi := m.scopes[f.scope].fn
-	c := candidate{kind: candCounter, name: name, qual: qual, class: f.class, inCtor: f.ctor, locks: -1}
+	name := m.Text(i)
+	fi := m.Scope(f.Scope()).Fn()
+	c := candidate{kind: candCounter, name: name, qual: qual, class: f.Class(), inCtor: f.Ctor(), locks: -1}
 	if qual == "" {
-		if d := f.statics[name]; d != nil {
-			c.localStatic = d
+		if d, ok := f.Static(name); ok {
+			c.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}
 	}
-	if m.locked(i) {
+	if m.Locked(i) {
 		c.locks = m.lockSetAt(i, f, fx)
 	}
 	c.finding = m.pending(i, "MPS011")
-	c.finding.function, c.finding.fnClass, c.finding.fnBare = f.name, f.class, f.bare
+	c.finding.function, c.finding.fnClass, c.finding.fnBare = f.Name(), f.Class(), f.Bare()
 	fx.cands = append(fx.cands, c)
 }
 
 // ctorCounters looks for counter mutations in the member initialisers of constructor f
 // (buf_id(++buffer_counter)), which lie before its body.
-func (m *fileModel) ctorCounters(f *function, fx *facts) {
-	if !f.ctor || f.scope <= 0 || f.open <= f.headStart {
+func (m *extractor) ctorCounters(f *function, fx *facts) {
+	if !f.Ctor() || f.Scope() <= 0 || f.Open() <= f.HeadStart() {
 		return
 	}
-	colon := m.ctorColon(f.headStart, f.open)
+	colon := m.CtorColon(f.HeadStart(), f.Open())
 	if colon < 0 {
 		return
 	}
-	for k := colon + 1; k < f.open; k++ {
-		if m.isIdent(k) && m.maybeCounter(k) {
+	for k := colon + 1; k < f.Open(); k++ {
+		if m.IsIdent(k) && m.maybeCounter(k) {
 			m.counterMutation(k, f, fx)
 		}
 	}
@@ -159,33 +160,33 @@ func isZero(b []byte) bool {
 // field whose name says it counts signals or generations (m_signalCounter,
 // m_event.signaledValue, block->generation). Whether its object is pooled is judged
 // over every file.
-func (m *fileModel) poolReset(i int32, f *function, fx *facts) {
-	if f.ctor || !m.isIdent(i) || !resetPath(f.bare) {
+func (m *extractor) poolReset(i int32, f *function, fx *facts) {
+	if f.Ctor() || !m.IsIdent(i) || !resetPath(f.Bare()) {
 		return
 	}
 	switch {
-	case m.is(i+1, "=") && (isZero(m.tb(i+2)) && (m.is(i+3, ";") || m.is(i+3, ",") || m.is(i+3, ")")) ||
-		m.is(i+2, "{") && m.is(i+3, "}")):
-	case (m.is(i+1, ".") || m.is(i+1, "->")) && m.is(i+2, "store") && m.is(i+3, "(") && isZero(m.tb(i+4)):
+	case m.Is(i+1, "=") && (isZero(m.Bytes(i+2)) && (m.Is(i+3, ";") || m.Is(i+3, ",") || m.Is(i+3, ")")) ||
+		m.Is(i+2, "{") && m.Is(i+3, "}")):
+	case (m.Is(i+1, ".") || m.Is(i+1, "->")) && m.Is(i+2, "store") && m.Is(i+3, "(") && isZero(m.Bytes(i+4)):
 	default:
 		return
 	}
-	name := m.text(i)
+	name := m.Text(i)
 	if !counterLike(name) {
 		return
 	}
 	r := i
-	for (m.is(r-1, ".") || m.is(r-1, "->")) && m.isIdent(r-2) {
+	for (m.Is(r-1, ".") || m.Is(r-1, "->")) && m.IsIdent(r-2) {
 		r -= 2
 	}
-	if m.is(r, "this") || m.is(r, "self") {
+	if m.Is(r, "this") || m.Is(r, "self") {
 		r += 2
 	}
-	c := candidate{kind: candPoolReset, name: name, class: f.class, where: m.exprText(m.refStart(r), i+1)}
+	c := candidate{kind: candPoolReset, name: name, class: f.Class(), where: m.ExprText(m.refStart(r), i+1)}
 	if r < i {
-		c.root = m.text(r)
-		fi := m.scopes[f.scope].fn
-		c.viaLocal = f.statics[c.root] == nil && m.isLocal(fi, c.root)
+		c.root = m.Text(r)
+		fi := m.Scope(f.Scope()).Fn()
+		c.viaLocal = !f.HasStatic(c.root) && m.isLocal(fi, c.root)
 	}
 	c.finding = m.pending(i, "MPS012")
 	fx.cands = append(fx.cands, c)
@@ -208,12 +209,8 @@ type counterSite struct {
 // places hold too: per-stream, sharded or per-object locks (and different mutexes in
 // different functions) do not exclude each other.
 func judgeCounters(all []facts, st *symtab, cg *callers) []Finding {
-	type group struct {
-		decl  *Decl
-		sites []counterSite
-	}
-	groups := map[*Decl]*group{}
-	var order []*Decl
+	groups := map[*cxx.Decl][]counterSite{}
+	var order []*cxx.Decl
 	for fi := range all {
 		fx := &all[fi]
 		for ci := range fx.cands {
@@ -221,86 +218,109 @@ func judgeCounters(all []facts, st *symtab, cg *callers) []Finding {
 			if c.kind != candCounter {
 				continue
 			}
-			d := st.resolve(c, fx.path)
-			if d == nil || d.Atomic || d.Const || d.ThreadLocal || d.Container || d.Mutex {
+			d, s, ok := counterSiteOf(c, fx, st, cg)
+			if !ok {
 				continue
 			}
-			if d.Member {
-				if c.inCtor || !st.processWide(d.Class) {
-					continue // the object is not shared yet, or it is one of many
-				}
-			} else if !d.Static {
-				continue
-			}
-			var locks []lockRef
-			if c.locks >= 0 {
-				locks = fx.lockSets[c.locks]
-			}
-			if up, top := cg.heldByCallers(c.finding.fnClass, c.finding.fnBare); !top {
-				locks = unionLocks(locks, up)
-			}
-			s := counterSite{cand: c, file: fx.path, locks: locks, keys: map[string]string{}, any: len(locks) > 0}
-			for _, r := range locks {
-				if k, pw := st.lockIdentity(r, fx.path); pw {
-					s.keys[k] = r.String()
-				}
-			}
-			g := groups[d]
-			if g == nil {
-				g = &group{decl: d}
-				groups[d] = g
+			if _, seen := groups[d]; !seen {
 				order = append(order, d)
 			}
-			g.sites = append(g.sites, s)
+			groups[d] = append(groups[d], s)
 		}
 	}
 	var out []Finding
 	for _, d := range order {
-		g := groups[d]
-		anyLocked := false
-		count := map[string]int{}
-		display := map[string]string{}
-		for _, s := range g.sites {
-			anyLocked = anyLocked || s.any
-			for k, name := range s.keys {
-				count[k]++
-				display[k] = name
-			}
-		}
-		if !anyLocked {
-			continue // never guarded: not a lock mix-up (an unguarded counter is another matter)
-		}
-		best := ""
-		for k, n := range count {
-			if n > count[best] || n == count[best] && k < best {
-				best = k
-			}
-		}
-		if best != "" && count[best] == len(g.sites) {
-			continue // one process-wide lock everywhere
-		}
-		for _, s := range g.sites {
-			if _, ok := s.keys[best]; best != "" && ok {
-				continue
-			}
-			f := s.cand.finding.make(s.file)
-			here := "with no lock held"
-			if len(s.locks) > 0 {
-				names := make([]string, len(s.locks))
-				for k, r := range s.locks {
-					names[k] = r.String()
-				}
-				here = "under " + strings.Join(names, ", ")
-			}
-			why := "no process-wide lock is held at every place it changes (per-stream, sharded or per-object locks do not exclude each other)"
-			if best != "" {
-				why = fmt.Sprintf("elsewhere it changes under %s, which is not held here", display[best])
-			}
-			f.Message = fmt.Sprintf("%s (declared %s:%d) is not atomic and is read-modify-written here %s; %s", d.qualified(), d.File, d.Line, here, why)
-			out = append(out, f)
-		}
+		out = append(out, judgeCounter(d, groups[d])...)
 	}
 	return out
+}
+
+// counterSiteOf resolves the variable that candidate c of file fx changes, and the locks
+// held there (its own and those every caller holds); false when the variable is not
+// process-wide, or needs no lock (atomic, const, thread_local, a container or mutex).
+func counterSiteOf(c *candidate, fx *facts, st *symtab, cg *callers) (*cxx.Decl, counterSite, bool) {
+	d := st.resolve(c, fx.path)
+	if d == nil || d.Atomic || d.Const || d.ThreadLocal || d.Container || d.Mutex {
+		return nil, counterSite{}, false
+	}
+	if d.Member {
+		if c.inCtor || !st.processWide(d.Class) {
+			return nil, counterSite{}, false // the object is not shared yet, or it is one of many
+		}
+	} else if !d.Static {
+		return nil, counterSite{}, false
+	}
+	var locks []lockRef
+	if c.locks >= 0 {
+		locks = fx.lockSets[c.locks]
+	}
+	if up, top := cg.heldByCallers(c.finding.fnClass, c.finding.fnBare); !top {
+		locks = unionLocks(locks, up)
+	}
+	s := counterSite{cand: c, file: fx.path, locks: locks, keys: map[string]string{}, any: len(locks) > 0}
+	for _, r := range locks {
+		if k, pw := st.lockIdentity(r, fx.path); pw {
+			s.keys[k] = r.String()
+		}
+	}
+	return d, s, true
+}
+
+// judgeCounter reports the sites of variable d that do not hold the process-wide lock
+// held at most of its sites (all of them when there is none), unless no site holds a lock
+// at all or every site holds that one.
+func judgeCounter(d *cxx.Decl, sites []counterSite) []Finding {
+	best, display, anyLocked := commonLock(sites)
+	if !anyLocked {
+		return nil // never guarded: not a lock mix-up (an unguarded counter is another matter)
+	}
+	var out []Finding
+	for _, s := range sites {
+		if _, ok := s.keys[best]; best != "" && ok {
+			continue
+		}
+		f := s.cand.finding.make(s.file)
+		here := "with no lock held"
+		if len(s.locks) > 0 {
+			names := make([]string, len(s.locks))
+			for k, r := range s.locks {
+				names[k] = r.String()
+			}
+			here = "under " + strings.Join(names, ", ")
+		}
+		why := "no process-wide lock is held at every place it changes (per-stream, sharded or per-object locks do not exclude each other)"
+		if best != "" {
+			why = fmt.Sprintf("elsewhere it changes under %s, which is not held here", display)
+		}
+		f.Message = fmt.Sprintf("%s (declared %s:%d) is not atomic and is read-modify-written here %s; %s", d.Qualified(), d.File, d.Line, here, why)
+		out = append(out, f)
+	}
+	return out
+}
+
+// commonLock returns the identity of the process-wide lock held at most sites (the least
+// identity among equals; "" for none) and its name, and whether any site holds a lock of
+// any kind; when one lock is held at every site, there is nothing to report: no lock and
+// false.
+func commonLock(sites []counterSite) (best, display string, anyLocked bool) {
+	count := map[string]int{}
+	names := map[string]string{}
+	for _, s := range sites {
+		anyLocked = anyLocked || s.any
+		for k, name := range s.keys {
+			count[k]++
+			names[k] = name
+		}
+	}
+	for k, n := range count {
+		if n > count[best] || n == count[best] && k < best {
+			best = k
+		}
+	}
+	if best != "" && count[best] == len(sites) {
+		return "", "", false // one process-wide lock everywhere
+	}
+	return best, names[best], anyLocked
 }
 
 // pooledIndex finds the pooled classes (objects held in a container somewhere) that

@@ -2,6 +2,7 @@ package metalcheck
 
 import (
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"strings"
 )
 
@@ -32,67 +33,82 @@ func isFetchName(b []byte) bool {
 // and the use another thread's commit or synchronize on the stream can end the encoder
 // or commit the buffer. A fetch inside the dispatched block is not reported; a returned
 // one is excused when every caller of the function holds a lock or runs on a queue.
-func (m *fileModel) fetchOffQueue(i int32, f *function, fx *facts) {
-	if !isFetchName(m.tb(i)) {
+func (m *extractor) fetchOffQueue(i int32, f *function, fx *facts) {
+	if !m.isFetch(i) {
 		return
 	}
-	switch {
-	case m.is(i+1, "("):
-		if m.isIdent(i-1) && !isNotDeclPrev(m.tb(i-1)) {
-			return // a declaration
-		}
-	case m.is(i+1, "]") || m.is(i+1, ":"):
-		if !(m.isIdent(i-1) || m.is(i-1, "]") || m.is(i-1, ")")) {
-			return // not an ObjC send
-		}
-	default:
-		return
-	}
-	if _, kind := m.queueBlock(i); kind != notDispatched {
+	if _, kind := m.queueBlock(i); kind != cxx.NotDispatched {
 		return
 	}
 	start, _ := m.statementBounds(i)
 	for k := start; k < i; k++ {
-		if isFetchName(m.tb(k)) && (m.is(k+1, "(") || m.is(k+1, "]") || m.is(k+1, ":")) {
+		if isFetchName(m.Bytes(k)) && (m.Is(k+1, "(") || m.Is(k+1, "]") || m.Is(k+1, ":")) {
 			return // [stream->commandBuffer() blitCommandEncoder]: one fetch, reported at its first name
 		}
 	}
-	name := m.text(i)
-	if m.is(start, "return") {
-		fd := m.finding(i, "MPS013", fmt.Sprintf("%s returns what %s() hands out, fetched off the stream's queue: its caller uses it while other threads may end the encoder or commit the buffer", f.name, name))
+	name := m.Text(i)
+	if m.Is(start, "return") {
+		fd := m.finding(i, "MPS013", fmt.Sprintf("%s returns what %s() hands out, fetched off the stream's queue: its caller uses it while other threads may end the encoder or commit the buffer", f.Name(), name))
 		fd.callee = "return"
 		fx.direct = append(fx.direct, fd)
 		return
 	}
-	// The variable it is stored in: the name before the first '=' of the statement.
-	v := int32(-1)
-	for k := start; k < i; k++ {
-		if m.is(k, "(") && m.match[k] > k {
-			k = m.match[k]
-			continue
-		}
-		if m.is(k, "=") {
-			if m.isIdent(k - 1) {
-				v = k - 1
-			}
-			break
-		}
-	}
+	v := m.assignedName(start, i)
 	if v < 0 {
 		return
 	}
-	variable := m.tb(v)
-	for s := m.scopeOf[i] + 1; int(s) < len(m.scopes) && m.scopes[s].open < f.close; s++ {
-		sc := &m.scopes[s]
-		if sc.dispatch == notDispatched || sc.open <= i {
+	if queue, ok := m.usedInDispatchedBlock(i, f, m.Bytes(v)); ok {
+		fx.direct = append(fx.direct, m.finding(i, "MPS013",
+			fmt.Sprintf("%s is fetched (%s()) outside the block dispatched onto %s that uses it: another thread's commit or synchronize on the stream can end it in between", m.Text(v), name, queue)))
+	}
+}
+
+// isFetch reports whether the fetch name at i is a call or an ObjC send, not a
+// declaration.
+func (m *extractor) isFetch(i int32) bool {
+	if !isFetchName(m.Bytes(i)) {
+		return false
+	}
+	switch {
+	case m.Is(i+1, "("):
+		return !m.IsIdent(i-1) || cxx.IsNotDeclPrev(m.Bytes(i-1)) // else a declaration
+	case m.Is(i+1, "]") || m.Is(i+1, ":"):
+		return m.IsIdent(i-1) || m.Is(i-1, "]") || m.Is(i-1, ")") // else not an ObjC send
+	}
+	return false
+}
+
+// assignedName returns the variable the statement starting at start stores the fetch at
+// i in: the name before its first '=' (outside parentheses); -1 for none.
+func (m *extractor) assignedName(start, i int32) int32 {
+	for k := start; k < i; k++ {
+		if m.Is(k, "(") && m.Match(k) > k {
+			k = m.Match(k)
 			continue
 		}
-		for k := sc.open + 1; k < sc.close; k++ {
-			if m.isIdent(k) && string(m.tb(k)) == string(variable) && !m.is(k-1, ".") && !m.is(k-1, "->") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS013",
-					fmt.Sprintf("%s is fetched (%s()) outside the block dispatched onto %s that uses it: another thread's commit or synchronize on the stream can end it in between", m.text(v), name, sc.queue)))
-				return
+		if m.Is(k, "=") {
+			if m.IsIdent(k - 1) {
+				return k - 1
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// usedInDispatchedBlock finds a block dispatched onto a queue after i, in function f, that
+// uses variable (not as a member of something else): the queue it is dispatched onto.
+func (m *extractor) usedInDispatchedBlock(i int32, f *function, variable []byte) (string, bool) {
+	for s := m.ScopeOf(i) + 1; s < m.NumScopes() && m.Scope(s).Open() < f.Close(); s++ {
+		sc := m.Scope(s)
+		if sc.Dispatch() == cxx.NotDispatched || sc.Open() <= i {
+			continue
+		}
+		for k := sc.Open() + 1; k < sc.Close(); k++ {
+			if m.IsIdent(k) && string(m.Bytes(k)) == string(variable) && !m.Is(k-1, ".") && !m.Is(k-1, "->") {
+				return sc.Queue(), true
 			}
 		}
 	}
+	return "", false
 }

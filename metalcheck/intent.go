@@ -2,6 +2,7 @@ package metalcheck
 
 import (
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"path"
 	"strconv"
 	"strings"
@@ -198,7 +199,7 @@ type IntentResult struct {
 // cannot be read fails its intent. no-finding audits PATH together with the header of the
 // same name beside it (X.h for X.mm), so members declared there are known.
 func EvaluateIntents(intents []Intent, read func(path string) ([]byte, error)) []IntentResult {
-	cache := map[string]*fileModel{}
+	cache := map[string]*extractor{}
 	srcs := map[string][]byte{}
 	load := func(p string) ([]byte, error) {
 		if b, ok := srcs[p]; ok {
@@ -211,7 +212,7 @@ func EvaluateIntents(intents []Intent, read func(path string) ([]byte, error)) [
 		srcs[p] = b
 		return b, nil
 	}
-	model := func(p string) (*fileModel, error) {
+	model := func(p string) (*extractor, error) {
 		if m, ok := cache[p]; ok {
 			return m, nil
 		}
@@ -289,28 +290,27 @@ func EvaluateIntents(intents []Intent, read func(path string) ([]byte, error)) [
 }
 
 // checkThreadLocal: every declaration of sym in the file is thread_local (and there is one).
-func (m *fileModel) checkThreadLocal(sym string) (bool, string) {
+func (m *extractor) checkThreadLocal(sym string) (bool, string) {
 	class, name := splitSymbol(sym)
-	var found []Decl
-	collect := func(d Decl) {
+	var found []cxx.Decl
+	collect := func(d cxx.Decl) {
 		if d.Name == name && (class == "" || d.Class == class) {
 			found = append(found, d)
 		}
 	}
-	for _, d := range m.decls {
+	for _, d := range m.Decls() {
 		collect(d)
 	}
 	for _, f := range m.funcs {
-		for _, d := range f.statics {
-			if class == "" || f.class == class {
-				dd := *d
-				dd.Class = class
-				collect(dd)
+		for _, d := range f.Statics() {
+			if class == "" || f.Class() == class {
+				d.Class = class
+				collect(d)
 			}
 		}
 	}
 	if len(found) == 0 {
-		return false, fmt.Sprintf("%s: no declaration of %s found", m.path, sym)
+		return false, fmt.Sprintf("%s: no declaration of %s found", m.Path(), sym)
 	}
 	for _, d := range found {
 		if !d.ThreadLocal {
@@ -321,15 +321,15 @@ func (m *fileModel) checkThreadLocal(sym string) (bool, string) {
 }
 
 // checkGuarded: every use of sym inside a function body happens with lock held.
-func (m *fileModel) checkGuarded(sym, lock string) (bool, string) {
+func (m *extractor) checkGuarded(sym, lock string) (bool, string) {
 	class, name := splitSymbol(sym)
 	_, lockName := splitSymbol(lock)
 	uses := 0
-	for i := int32(0); i < int32(len(m.code)); i++ {
-		if m.code[i].Kind != Ident || string(m.tb(i)) != name {
+	for i := int32(0); i < m.Len(); i++ {
+		if m.Tok(i).Kind != cxx.Ident || string(m.Bytes(i)) != name {
 			continue
 		}
-		fi := m.scopes[m.scopeOf[i]].fn
+		fi := m.Scope(m.ScopeOf(i)).Fn()
 		if fi < 0 {
 			continue
 		}
@@ -338,26 +338,26 @@ func (m *fileModel) checkGuarded(sym, lock string) (bool, string) {
 			if q != "" && q != class {
 				continue
 			}
-			if q == "" && (!ok || m.funcs[fi].class != class) {
+			if q == "" && (!ok || m.funcs[fi].Class() != class) {
 				continue
 			}
 		}
 		uses++
-		held, _ := m.heldLocks(i)
+		held, _ := m.HeldLocks(i)
 		ok := false
 		for _, h := range held {
-			if h == lockName || h == callerHeld {
+			if h == lockName || h == cxx.CallerHeld {
 				ok = true
 				break
 			}
 		}
 		if !ok {
-			line, col := m.code[i].Pos(m.src)
-			return false, fmt.Sprintf("%s:%d:%d: %s used in %s without holding %s", m.path, line, col, sym, m.funcs[fi].name, lock)
+			line, col := m.Pos(m.Tok(i))
+			return false, fmt.Sprintf("%s:%d:%d: %s used in %s without holding %s", m.Path(), line, col, sym, m.funcs[fi].Name(), lock)
 		}
 	}
 	if uses == 0 {
-		return false, fmt.Sprintf("%s: no use of %s inside a function body", m.path, sym)
+		return false, fmt.Sprintf("%s: no use of %s inside a function body", m.Path(), sym)
 	}
 	return true, fmt.Sprintf("%d use(s), all under %s", uses, lock)
 }
@@ -376,14 +376,14 @@ func splitSymbol(sym string) (class, name string) {
 // matchTokens is the token text used to compare present/absent texts: no comments,
 // directives split into ordinary tokens, [[ and ]] split into single brackets.
 func matchTokens(src []byte) []string {
-	toks := tokenize(src, false)
+	toks := cxx.TokenizeText(src)
 	out := make([]string, 0, len(toks))
 	for _, t := range toks {
-		if t.Kind == Comment {
+		if t.Kind == cxx.Comment {
 			continue
 		}
 		b := src[t.Off:t.End]
-		if t.Kind == Punct && (string(b) == "[[" || string(b) == "]]") {
+		if t.Kind == cxx.Punct && (string(b) == "[[" || string(b) == "]]") {
 			out = append(out, string(b[:1]), string(b[1:]))
 			continue
 		}
@@ -399,15 +399,15 @@ func findTokens(src []byte, text string) (int, bool) {
 	if len(want) == 0 {
 		return 0, false
 	}
-	toks := tokenize(src, false)
+	toks := cxx.TokenizeText(src)
 	var have []string
 	var offs []int32
 	for _, t := range toks {
-		if t.Kind == Comment {
+		if t.Kind == cxx.Comment {
 			continue
 		}
 		b := src[t.Off:t.End]
-		if t.Kind == Punct && (string(b) == "[[" || string(b) == "]]") {
+		if t.Kind == cxx.Punct && (string(b) == "[[" || string(b) == "]]") {
 			have = append(have, string(b[:1]), string(b[1:]))
 			offs = append(offs, t.Off, t.Off+1)
 			continue
@@ -422,7 +422,7 @@ outer:
 				continue outer
 			}
 		}
-		line, _ := Token{Off: offs[i]}.Pos(src)
+		line, _ := cxx.Token{Off: offs[i]}.Pos(src)
 		return line, true
 	}
 	return 0, false

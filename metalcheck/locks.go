@@ -1,6 +1,7 @@
 package metalcheck
 
 import (
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"slices"
 	"strings"
 )
@@ -31,50 +32,50 @@ func (r lockRef) String() string {
 // statements still in force and region scopes (dispatch_sync blocks, @synchronized,
 // call_once). A *Locked function's "the caller holds it" is not a lock it can name: the
 // callers' own locks stand for it (callers.heldByCallers).
-func (m *fileModel) heldRefs(i int32, class string) []lockRef {
+func (m *extractor) heldRefs(i int32, class string) []lockRef {
 	var refs []lockRef
-	var evBuf [4]lockEvent // (a few locks at most, mostly none: little to clear)
+	var evBuf [4]cxx.LockEvent // (a few locks at most, mostly none: little to clear)
 	evs := evBuf[:0]
-	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		if sc.region != "" && sc.regionKind != "caller" {
-			refs = append(refs, lockRef{name: sc.region, class: class, via: sc.regionVia})
+	for s := m.ScopeOf(i); s >= 0; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		if sc.Region() != "" && sc.RegionKind() != "caller" {
+			refs = append(refs, lockRef{name: sc.Region(), class: class, via: sc.RegionVia()})
 		}
-		for _, ev := range sc.locks {
-			if ev.pos < i {
+		for ev := range sc.Locks() {
+			if ev.Pos < i {
 				evs = append(evs, ev)
 			}
 		}
-		if sc.kind == scFunction {
+		if sc.Kind() == cxx.ScopeFunction {
 			break
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b lockEvent) int { return int(a.pos - b.pos) })
-	var heldBuf [4]lockEvent
+	slices.SortStableFunc(evs, func(a, b cxx.LockEvent) int { return int(a.Pos - b.Pos) })
+	var heldBuf [4]cxx.LockEvent
 	held := heldBuf[:0]
 	for k, ev := range evs {
-		if ev.guard == "" {
+		if ev.Guard == "" {
 			// guard.lock() / guard.unlock(): the mutex of the latest guard of that name.
 			for j := k - 1; j >= 0; j-- {
-				if evs[j].guard == ev.name {
-					ev.name, ev.qual, ev.via = evs[j].name, evs[j].qual, evs[j].via
+				if evs[j].Guard == ev.Name {
+					ev.Name, ev.Qual, ev.Via = evs[j].Name, evs[j].Qual, evs[j].Via
 					break
 				}
 			}
 		}
-		if !ev.release {
+		if !ev.Release {
 			held = append(held, ev)
 			continue
 		}
 		for h := len(held) - 1; h >= 0; h-- {
-			if held[h].name == ev.name {
+			if held[h].Name == ev.Name {
 				held = append(held[:h], held[h+1:]...)
 				break
 			}
 		}
 	}
 	for _, ev := range held {
-		refs = append(refs, lockRef{name: ev.name, qual: ev.qual, class: class, via: ev.via})
+		refs = append(refs, lockRef{name: ev.Name, qual: ev.Qual, class: class, via: ev.Via})
 	}
 	return refs
 }
@@ -85,33 +86,33 @@ const maxLockSets = 1<<15 - 1
 
 // lockSetAt returns the index in fx.lockSets of the locks held at code token i of
 // function f, adding the set once per file; -1 when no lock is held.
-func (m *fileModel) lockSetAt(i int32, f *function, fx *facts) int16 {
+func (m *extractor) lockSetAt(i int32, f *function, fx *facts) int16 {
 	// Same scope, same lock statements before: the same set as the last call.
 	events := int32(0)
-	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
-		for _, ev := range m.scopes[s].locks {
-			if ev.pos < i {
+	for s := m.ScopeOf(i); s >= 0; s = m.Scope(s).Parent() {
+		for ev := range m.Scope(s).Locks() {
+			if ev.Pos < i {
 				events++
 			}
 		}
-		if m.scopes[s].kind == scFunction {
+		if m.Scope(s).Kind() == cxx.ScopeFunction {
 			break
 		}
 	}
 	c := &m.lastLockSet
-	if c.ok && c.scope == m.scopeOf[i] && c.events == events {
+	if c.ok && c.scope == m.ScopeOf(i) && c.events == events {
 		return c.set
 	}
 	set := m.lockSetOf(i, f, fx)
-	c.scope, c.events, c.set, c.ok = m.scopeOf[i], events, set, true
+	c.scope, c.events, c.set, c.ok = m.ScopeOf(i), events, set, true
 	return set
 }
 
 // lockSetOf is lockSetAt without the cache: the set is interned once per file, found by a
 // scan when it holds one lock (the usual case: one lock, or one dispatch block), else by
 // a string of them all. Past maxLockSets sets, a new one is an unknown lock.
-func (m *fileModel) lockSetOf(i int32, f *function, fx *facts) int16 {
-	refs := m.heldRefs(i, f.class)
+func (m *extractor) lockSetOf(i int32, f *function, fx *facts) int16 {
+	refs := m.heldRefs(i, f.Class())
 	if len(refs) == 0 {
 		return -1
 	}
@@ -237,9 +238,9 @@ func (st *symtab) lockIdentity(r lockRef, file string) (key string, processWide 
 	case d == nil:
 		return "?" + r.qual + "::" + r.name, true // unknown: judged leniently, as one lock
 	case d.Member:
-		return d.qualified(), st.processWide(d.Class)
+		return d.Qualified(), st.processWide(d.Class)
 	case d.ThreadLocal:
-		return d.File + ":" + d.qualified(), false
+		return d.File + ":" + d.Qualified(), false
 	}
-	return d.File + ":" + d.qualified(), true
+	return d.File + ":" + d.Qualified(), true
 }

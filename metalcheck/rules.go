@@ -2,10 +2,10 @@ package metalcheck
 
 import (
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // Severity is how bad a finding is. Every finding not in the baseline fails the audit;
@@ -126,7 +126,7 @@ type candidate struct {
 	kind        candKind
 	name, qual  string
 	class       string
-	localStatic *Decl
+	localStatic *cxx.Decl
 	inCtor      bool
 	where       string // candHotLock: why the function is on the hot path; candPoolReset: the target
 	// fastPath (candHotLock): names tested by an earlier if that returns, in a scope
@@ -154,7 +154,7 @@ type pendingFinding struct {
 
 // pending is finding for a candidate: the finding of rule at code token i, to be made
 // (with its message) if the candidate is judged one.
-func (m *fileModel) pending(i int32, rule string) pendingFinding {
+func (m *extractor) pending(i int32, rule string) pendingFinding {
 	f := m.finding(i, rule, "")
 	return pendingFinding{rule: rulesByKey()[rule], line: int32(f.Line), col: int32(f.Col), function: f.Function,
 		statement: f.Statement, fnClass: f.fnClass, fnBare: f.fnBare}
@@ -180,9 +180,9 @@ const (
 // facts is what one file contributes to an audit.
 type facts struct {
 	path       string
-	decls      []Decl
-	instances  []instance
-	bases      []classBase
+	decls      []cxx.Decl
+	instances  []cxx.Instance
+	bases      []cxx.ClassBase
 	direct     []Finding
 	cands      []candidate
 	calls      []callSite
@@ -231,10 +231,10 @@ func (c *callSite) has(f callFlags) bool { return c.flags&f != 0 }
 type caller struct{ class, bare, name string }
 
 // extract runs the per-file part of every rule.
-func (m *fileModel) extract() (fx facts) {
-	// The declarations live in the worker's arena until here: one copy at their final
-	// size instead of a slice regrown for every file.
-	fx = facts{path: m.path, decls: slices.Clone(m.decls), instances: m.instances, bases: m.bases}
+func (m *extractor) extract() (fx facts) {
+	// The declarations live in the reader's buffers until here: Decls copies them at
+	// their final size instead of a slice regrown for every file.
+	fx = facts{path: m.Path(), decls: m.Decls(), instances: m.Instances(), bases: m.Bases()}
 	a := m.arena
 	fx.cands, fx.calls, fx.callers = a.cands[:0], a.calls[:0], a.callers[:0]
 	fx.deferred, fx.stmts = a.deferred[:0], a.stmts[:0]
@@ -244,153 +244,189 @@ func (m *fileModel) extract() (fx facts) {
 		fx.cands, fx.calls, fx.callers = ownCopy(fx.cands), ownCopy(fx.calls), ownCopy(fx.callers)
 		fx.deferred, fx.stmts = ownCopy(fx.deferred), ownCopy(fx.stmts)
 	}()
-	for _, d := range m.directives {
-		if word, rest := directiveWord(m.src[d.Off:d.End]); word == "if" && isZeroCond(rest) {
-			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
-		}
-	}
-	n := int32(len(m.code))
-	hot := strings.Contains(m.path, "native/mps/operations/")
-	code := m.code
+	m.disabledBranches(&fx)
+	n := m.Len()
 	for i := int32(0); i < n; i++ {
 		// The rules look at identifiers, && and [ only.
 		for ; i < n; i++ {
-			if t := &code[i]; t.Kind == Ident || t.Kind == Punct && (t.first == '&' || t.first == '[') {
+			if t := m.Tok(i); t.Kind == cxx.Ident || t.Kind == cxx.Punct && (t.First() == '&' || t.First() == '[') {
 				break
 			}
 		}
 		if i == n {
 			break
 		}
-		t := code[i]
-		b := m.tb(i)
-		// MPS007 applies anywhere.
-		switch string(b) {
-		case "false":
-			if m.is(i+1, "&&") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS007", "`false &&` makes the rest of the condition dead"))
-			}
-		case "&&":
-			if m.is(i+1, "false") {
-				fx.direct = append(fx.direct, m.finding(i+1, "MPS007", "`&& false` makes the whole condition false"))
-			}
-		case "if":
-			if m.is(i+1, "(") && (m.is(i+2, "0") || m.is(i+2, "false")) && m.is(i+3, ")") {
-				fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.text(i+2))))
-			}
-		}
-		// (A function's own '{', which belongs to its scope, never gets here: only
-		// identifiers, && and [ do.)
-		fi := m.scopes[m.scopeOf[i]].fn
-		if fi < 0 {
-			continue
-		}
-		f := &m.funcs[fi]
-		if t.Kind == Ident && m.is(i+1, "(") {
-			m.callSite(i, fi, &fx)
-		}
-		if t.Kind == Punct {
-			if string(b) == "[" {
-				m.objcMutation(i, fi, &fx)
-			}
-			continue
-		}
-		// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
-		if isWaitWord(b) {
-			m.waitRules(i, f, &fx)
-		}
-		if isFetchName(b) {
-			m.fetchOffQueue(i, f, &fx)
-		}
-		if m.maybeCounter(i) {
-			m.counterMutation(i, f, &fx)
-		}
-		if f.resetPath == 0 {
-			f.resetPath = 2
-			if resetPath(f.bare) && !f.ctor {
-				f.resetPath = 1
-			}
-		}
-		if f.resetPath == 1 {
-			m.poolReset(i, f, &fx)
-		}
-		switch string(b) {
-		case "if":
-			m.nullInit(i, fi, &fx)
-		case "getDefaultMPSStream":
-			if !m.is(i+1, "(") || deviceWideSync(f.bare) {
-				break // device-wide synchronisation is MPS009's
-			}
-			fn := strings.ToLower(f.bare)
-			switch {
-			case strings.Contains(fn, "sync"):
-				fx.direct = append(fx.direct, m.finding(i, "MPS005",
-					fmt.Sprintf("getDefaultMPSStream() in synchronisation function %s: it synchronises the default stream, not the calling thread's", f.name)))
-			case m.is(i+2, ")") && m.is(i+3, "->") && m.is(i+4, "synchronize"):
-				fx.direct = append(fx.direct, m.finding(i, "MPS005",
-					"getDefaultMPSStream()->synchronize() waits on the default stream, not the calling thread's"))
-			}
-		case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
-			m.offQueue(i, f, &fx)
-			if string(b) == "synchronize" {
-				m.singleStreamSync(i, f, &fx)
-				m.gpuWait(i, &fx)
-			}
-		case "waitUntilCompleted", "commitAndWait", "waitUntilSignaledValue":
-			m.gpuWait(i, &fx)
-		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
-			m.nestedDispatch(i, &fx)
-			m.dispatchInQueueBlock(i, &fx)
-		default:
-			m.containerMutation(i, fi, &fx)
-		}
+		m.tokenRules(i, &fx)
 	}
 	for fi := range m.funcs {
 		f := &m.funcs[fi]
 		m.primitiveDefinition(f, &fx)
 		m.ctorCounters(f, &fx)
 		if f.waits != 0 {
-			fx.waiters = append(fx.waiters, waiter{class: f.class, bare: f.bare, single: f.waits&waitSingle != 0,
+			fx.waiters = append(fx.waiters, waiter{class: f.Class(), bare: f.Bare(), single: f.waits&waitSingle != 0,
 				onQueue: f.waits&waitOnQueue != 0})
 		}
 	}
-	// Locks on an operator's execution path.
-	for si := range m.scopes {
-		sc := &m.scopes[si]
-		if sc.fn < 0 {
-			continue
-		}
-		f := &m.funcs[sc.fn]
-		if len(sc.locks) == 0 || !hot && !hotPathFunction(f.bare) && !allocatorPath(f) && !operatorEntry(f) {
-			continue
-		}
-		for _, ev := range sc.locks {
-			if ev.release {
-				continue
-			}
-			fd := m.pending(ev.at, "MPS006")
-			where := f.name
-			switch {
-			case hot:
-				where = "an operator in native/mps/operations/"
-			case operatorEntry(f) && !hotPathFunction(f.bare) && !allocatorPath(f):
-				where = "operator entry " + f.name
-			}
-			c := candidate{kind: candHotLock, name: ev.name, qual: ev.qual, class: f.class, where: where, finding: fd}
-			c.fastPath = m.fastPathNames(int32(si), ev.at, f)
-			if perThreadCache(c.fastPath, f) {
-				continue
-			}
-			if d := f.statics[ev.name]; d != nil && ev.qual == "" {
-				c.localStatic = d
-			} else if ev.qual == "" && m.isLocal(sc.fn, ev.name) {
-				continue
-			}
-			fx.cands = append(fx.cands, c)
-		}
+	hot := strings.Contains(m.Path(), "native/mps/operations/")
+	for si := range m.NumScopes() {
+		m.hotPathLocks(si, hot, &fx)
 	}
 	return fx
 }
+
+// disabledBranches: MPS007 for each #if 0.
+func (m *extractor) disabledBranches(fx *facts) {
+	for k := range m.NumDirectives() {
+		d := m.Directive(k)
+		if word, rest := cxx.DirectiveWord(m.TokenBytes(d)); word == "if" && cxx.IsZeroCond(rest) {
+			fx.direct = append(fx.direct, m.findingAt(d, -1, "MPS007", "#if 0 disables the code up to its #else/#endif", "#if 0"))
+		}
+	}
+}
+
+// tokenRules runs the rules that look at code token i, an identifier, && or [.
+func (m *extractor) tokenRules(i int32, fx *facts) {
+	t := m.Tok(i)
+	b := m.Bytes(i)
+	m.deadCondition(i, b, fx)
+	// (A function's own '{', which belongs to its scope, never gets here: only
+	// identifiers, && and [ do.)
+	fi := m.Scope(m.ScopeOf(i)).Fn()
+	if fi < 0 {
+		return
+	}
+	f := &m.funcs[fi]
+	if t.Kind == cxx.Ident && m.Is(i+1, "(") {
+		m.callSite(i, fi, fx)
+	}
+	if t.Kind == cxx.Punct {
+		if string(b) == "[" {
+			m.objcMutation(i, fi, fx)
+		}
+		return
+	}
+	// The rules of issue 18 (MPS010 to MPS013) look at every identifier too.
+	if isWaitWord(b) {
+		m.waitRules(i, f, fx)
+	}
+	if isFetchName(b) {
+		m.fetchOffQueue(i, f, fx)
+	}
+	if m.maybeCounter(i) {
+		m.counterMutation(i, f, fx)
+	}
+	if f.resetPath == 0 {
+		f.resetPath = 2
+		if resetPath(f.Bare()) && !f.Ctor() {
+			f.resetPath = 1
+		}
+	}
+	if f.resetPath == 1 {
+		m.poolReset(i, f, fx)
+	}
+	m.wordRules(i, b, fi, f, fx)
+}
+
+// deadCondition: MPS007 (anywhere) for `false &&`, `&& false` and if (0) at i.
+func (m *extractor) deadCondition(i int32, b []byte, fx *facts) {
+	switch string(b) {
+	case "false":
+		if m.Is(i+1, "&&") {
+			fx.direct = append(fx.direct, m.finding(i, "MPS007", "`false &&` makes the rest of the condition dead"))
+		}
+	case "&&":
+		if m.Is(i+1, "false") {
+			fx.direct = append(fx.direct, m.finding(i+1, "MPS007", "`&& false` makes the whole condition false"))
+		}
+	case "if":
+		if m.Is(i+1, "(") && (m.Is(i+2, "0") || m.Is(i+2, "false")) && m.Is(i+3, ")") {
+			fx.direct = append(fx.direct, m.finding(i, "MPS007", fmt.Sprintf("`if (%s)` never runs its body", m.Text(i+2))))
+		}
+	}
+}
+
+// wordRules runs the rules keyed by the identifier b at i, in function fi (f).
+func (m *extractor) wordRules(i int32, b []byte, fi int32, f *function, fx *facts) {
+	switch string(b) {
+	case "if":
+		m.nullInit(i, fi, fx)
+	case "getDefaultMPSStream":
+		m.defaultStreamSync(i, f, fx)
+	case "synchronize", "commit", "commandEncoder", "endKernelCoalescing":
+		m.offQueue(i, f, fx)
+		if string(b) == "synchronize" {
+			m.singleStreamSync(i, f, fx)
+			m.gpuWait(i, fx)
+		}
+	case "waitUntilCompleted", "commitAndWait", "waitUntilSignaledValue":
+		m.gpuWait(i, fx)
+	case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
+		m.nestedDispatch(i, fx)
+		m.dispatchInQueueBlock(i, fx)
+	default:
+		m.containerMutation(i, fi, fx)
+	}
+}
+
+// defaultStreamSync: MPS005 for getDefaultMPSStream() at i in a synchronisation function,
+// or getDefaultMPSStream()->synchronize() anywhere but in device-wide synchronisation
+// (MPS009's).
+func (m *extractor) defaultStreamSync(i int32, f *function, fx *facts) {
+	if !m.Is(i+1, "(") || deviceWideSync(f.Bare()) {
+		return
+	}
+	fn := strings.ToLower(f.Bare())
+	switch {
+	case strings.Contains(fn, "sync"):
+		fx.direct = append(fx.direct, m.finding(i, "MPS005",
+			fmt.Sprintf("getDefaultMPSStream() in synchronisation function %s: it synchronises the default stream, not the calling thread's", f.Name())))
+	case m.Is(i+2, ")") && m.Is(i+3, "->") && m.Is(i+4, "synchronize"):
+		fx.direct = append(fx.direct, m.finding(i, "MPS005",
+			"getDefaultMPSStream()->synchronize() waits on the default stream, not the calling thread's"))
+	}
+}
+
+// hotPathLocks: MPS006 candidates for the locks taken in scope si when its function is on
+// an operator's execution path (hot: the file is an operator's).
+func (m *extractor) hotPathLocks(si int32, hot bool, fx *facts) {
+	sc := m.Scope(si)
+	if sc.Fn() < 0 {
+		return
+	}
+	f := &m.funcs[sc.Fn()]
+	if sc.NumLocks() == 0 || !hot && !hotPathFunction(f.Bare()) && !allocatorPath(f) && !operatorEntry(f) {
+		return
+	}
+	for ev := range sc.Locks() {
+		if ev.Release {
+			continue
+		}
+		fd := m.pending(ev.At, "MPS006")
+		where := f.Name()
+		switch {
+		case hot:
+			where = "an operator in native/mps/operations/"
+		case operatorEntry(f) && !hotPathFunction(f.Bare()) && !allocatorPath(f):
+			where = "operator entry " + f.Name()
+		}
+		c := candidate{kind: candHotLock, name: ev.Name, qual: ev.Qual, class: f.Class(), where: where, finding: fd}
+		c.fastPath = m.fastPathNames(si, ev.At, f)
+		if perThreadCache(c.fastPath, f) {
+			continue
+		}
+		if d, ok := f.Static(ev.Name); ok && ev.Qual == "" {
+			c.localStatic = ownDecl(d)
+		} else if ev.Qual == "" && m.isLocal(sc.Fn(), ev.Name) {
+			continue
+		}
+		fx.cands = append(fx.cands, c)
+	}
+}
+
+// ownDecl returns a copy of d to keep in a candidate. (Taking the address of the
+// variable Function.Static answers into would move that variable to the heap on every
+// question, found or not: most are not.)
+func ownDecl(d cxx.Decl) *cxx.Decl { return &d }
 
 // ownCopy returns s copied at its length (nil when empty), so that the copy does not keep
 // the arena's buffer.
@@ -416,47 +452,47 @@ func isNotCallee(b []byte) bool {
 }
 
 // callSite records the call whose name is code token i, in function fi.
-func (m *fileModel) callSite(i, fi int32, fx *facts) {
-	b := m.tb(i)
-	if isNotCallee(b) || m.isIdent(i-1) && !isNotDeclPrev(m.tb(i-1)) || m.is(i-1, "~") {
+func (m *extractor) callSite(i, fi int32, fx *facts) {
+	b := m.Bytes(i)
+	if isNotCallee(b) || m.IsIdent(i-1) && !cxx.IsNotDeclPrev(m.Bytes(i-1)) || m.Is(i-1, "~") {
 		return // a keyword, or a declaration (Type name(args))
 	}
 	f := &m.funcs[fi]
 	if f.callerIdx == 0 {
-		fx.callers = append(fx.callers, caller{f.class, f.bare, f.name})
+		fx.callers = append(fx.callers, caller{f.Class(), f.Bare(), f.Name()})
 		f.callerIdx = int32(len(fx.callers))
 	}
 	c := callSite{bare: m.nameIndex(b, fx), class: -1, caller: f.callerIdx - 1, locks: -1}
-	inCtor := f.ctor
+	inCtor := f.Ctor()
 	own := func() int32 {
-		if f.class == "" {
+		if f.Class() == "" {
 			return -1
 		}
 		if f.classIdx == 0 {
-			f.classIdx = m.nameIndexString(f.class, fx) + 1
+			f.classIdx = m.nameIndexString(f.Class(), fx) + 1
 		}
 		return f.classIdx - 1
 	}
 	switch {
-	case m.is(i-1, "->") || m.is(i-1, "."):
-		if m.is(i-2, "this") || m.is(i-2, "self") {
+	case m.Is(i-1, "->") || m.Is(i-1, "."):
+		if m.Is(i-2, "this") || m.Is(i-2, "self") {
 			c.class = own()
 		} else {
 			c.flags |= callExternal
 		}
-	case m.is(i-1, "::"):
-		if m.isIdent(i - 2) {
-			c.class = m.nameIndex(m.tb(i-2), fx)
+	case m.Is(i-1, "::"):
+		if m.IsIdent(i - 2) {
+			c.class = m.nameIndex(m.Bytes(i-2), fx)
 		}
-	case m.is(i-1, "new"):
+	case m.Is(i-1, "new"):
 		c.class = c.bare // new C(...) calls C's constructor
 	default:
 		c.class = own()
 	}
-	if inCtor && c.class >= 0 && fx.names[c.class] == f.class {
+	if inCtor && c.class >= 0 && fx.names[c.class] == f.Class() {
 		c.flags |= callInCtor
 	}
-	if m.locked(i) {
+	if m.Locked(i) {
 		c.flags |= callLocked
 		c.locks = m.lockSetAt(i, f, fx)
 	}
@@ -466,14 +502,14 @@ func (m *fileModel) callSite(i, fi int32, fx *facts) {
 }
 
 // nameIndexString is nameIndex for a name held as a string.
-func (m *fileModel) nameIndexString(s string, fx *facts) int32 {
+func (m *extractor) nameIndexString(s string, fx *facts) int32 {
 	return m.nameIndex([]byte(s), fx)
 }
 
 // nameIndex returns the index of name b in fx.names, adding it once per file. There is a
 // call site every few lines and a few dozen names per file: the lookup is a small
 // open-addressing table of the file's names, cheaper than hashing into a map.
-func (m *fileModel) nameIndex(b []byte, fx *facts) int32 {
+func (m *extractor) nameIndex(b []byte, fx *facts) int32 {
 	t := &m.nameTab
 	if len(t.slots) == 0 {
 		t.slots = make([]int32, 64)
@@ -531,32 +567,32 @@ func nameHash(b []byte) uint32 {
 // come before code token at in function f, sit in scope sc or a scope enclosing it (so
 // they run before the lock on every call), and return from their body: a cache lookup
 // that returns early.
-func (m *fileModel) fastPathNames(sc, at int32, f *function) []string {
+func (m *extractor) fastPathNames(sc, at int32, f *function) []string {
 	var names []string
-	for i := f.open + 1; i < at; i++ {
-		if !m.is(i, "if") || !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+	for i := f.Open() + 1; i < at; i++ {
+		if !m.Is(i, "if") || !m.Is(i+1, "(") || m.Match(i+1) <= i+1 {
 			continue
 		}
 		enclosing := false
-		for s := sc; s >= 0; s = m.scopes[s].parent {
-			if s == m.scopeOf[i] {
+		for s := sc; s >= 0; s = m.Scope(s).Parent() {
+			if s == m.ScopeOf(i) {
 				enclosing = true
 				break
 			}
-			if m.scopes[s].kind == scFunction {
+			if m.Scope(s).Kind() == cxx.ScopeFunction {
 				break
 			}
 		}
-		cl := m.match[i+1]
-		if !enclosing || !m.is(cl+1, "{") || m.match[cl+1] <= cl+1 || m.match[cl+1] > at {
+		cl := m.Match(i + 1)
+		if !enclosing || !m.Is(cl+1, "{") || m.Match(cl+1) <= cl+1 || m.Match(cl+1) > at {
 			continue
 		}
-		if !m.hasToken(cl+2, m.match[cl+1], "return") {
+		if !m.HasToken(cl+2, m.Match(cl+1), "return") {
 			continue
 		}
 		for k := i + 2; k < cl; k++ {
-			if m.isIdent(k) && !m.is(k+1, "(") && !m.is(k-1, ".") && !m.is(k-1, "->") {
-				names = append(names, m.text(k))
+			if m.IsIdent(k) && !m.Is(k+1, "(") && !m.Is(k-1, ".") && !m.Is(k-1, "->") {
+				names = append(names, m.Text(k))
 			}
 		}
 	}
@@ -566,7 +602,7 @@ func (m *fileModel) fastPathNames(sc, at int32, f *function) []string {
 // perThreadCache: one of names is a function-local thread_local static of f.
 func perThreadCache(names []string, f *function) bool {
 	for _, n := range names {
-		if d := f.statics[n]; d != nil && d.ThreadLocal {
+		if d, ok := f.Static(n); ok && d.ThreadLocal {
 			return true
 		}
 	}
@@ -601,13 +637,13 @@ func hotPathFunction(name string) bool {
 // include "mps" or "kernel", as PyTorch names its MPS operators and dispatch-stub kernels
 // (add_out_mps, _mps_linear, lshift_kernel_mps, cumsum_kernel).
 func operatorEntry(f *function) bool {
-	if f.entryMacro {
+	if f.EntryMacro() {
 		return true
 	}
-	for rest := f.bare; rest != ""; {
+	for rest := f.Bare(); rest != ""; {
 		part, after, found := strings.Cut(rest, "_")
 		if part == "mps" || part == "kernel" {
-			return f.bare != part // a part, not the whole name
+			return f.Bare() != part // a part, not the whole name
 		}
 		if !found {
 			break
@@ -621,10 +657,10 @@ func operatorEntry(f *function) bool {
 // an allocator and its name speaks of buffers or events): called for every tensor an
 // operator touches, as malloc and free are.
 func allocatorPath(f *function) bool {
-	if !strings.Contains(strings.ToLower(f.class), "allocator") {
+	if !strings.Contains(strings.ToLower(f.Class()), "allocator") {
 		return false
 	}
-	l := strings.ToLower(f.bare)
+	l := strings.ToLower(f.Bare())
 	return strings.Contains(l, "buffer") || strings.Contains(l, "event")
 }
 
@@ -645,14 +681,14 @@ func deviceWideSync(name string) bool {
 
 // singleStreamSync (MPS009): stream->synchronize(...) in a device-wide synchronisation,
 // outside a loop (a loop over the streams is how every stream is waited for).
-func (m *fileModel) singleStreamSync(i int32, f *function, fx *facts) {
-	if !deviceWideSync(f.bare) || !m.is(i+1, "(") || !(m.is(i-1, "->") || m.is(i-1, ".")) {
+func (m *extractor) singleStreamSync(i int32, f *function, fx *facts) {
+	if !deviceWideSync(f.Bare()) || !m.Is(i+1, "(") || !(m.Is(i-1, "->") || m.Is(i-1, ".")) {
 		return
 	}
-	for s := m.scopeOf[i]; s >= 0 && m.scopes[s].kind != scFunction; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		if sc.kind == scControl {
-			if h := m.stripPrefix(m.scopeHead(s), sc.open); m.is(h, "for") || m.is(h, "while") || m.is(h, "do") {
+	for s := m.ScopeOf(i); s >= 0 && m.Scope(s).Kind() != cxx.ScopeFunction; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		if sc.Kind() == cxx.ScopeControl {
+			if h := m.StripPrefix(m.scopeHead(s), sc.Open()); m.Is(h, "for") || m.Is(h, "while") || m.Is(h, "do") {
 				return
 			}
 		}
@@ -665,15 +701,15 @@ func (m *fileModel) singleStreamSync(i int32, f *function, fx *facts) {
 		what = "the default stream only"
 	}
 	fx.direct = append(fx.direct, m.finding(i, "MPS009",
-		fmt.Sprintf("device-wide synchronisation %s waits for %s, not for every stream", f.name, what)))
+		fmt.Sprintf("device-wide synchronisation %s waits for %s, not for every stream", f.Name(), what)))
 }
 
 // receiverCall returns the name of the call that produces the receiver before the -> or .
 // at op (getDefaultMPSStream for getDefaultMPSStream()->synchronize), or "".
-func (m *fileModel) receiverCall(op int32) string {
-	if m.is(op-1, ")") {
-		if o := m.match[op-1]; o > 0 && m.isIdent(o-1) {
-			return m.text(o - 1)
+func (m *extractor) receiverCall(op int32) string {
+	if m.Is(op-1, ")") {
+		if o := m.Match(op - 1); o > 0 && m.IsIdent(o-1) {
+			return m.Text(o - 1)
 		}
 	}
 	return ""
@@ -681,25 +717,25 @@ func (m *fileModel) receiverCall(op int32) string {
 
 // scopeHead returns the first token of the statement that opens scope s: the control word
 // of a loop or if, found by walking back from the brace over the condition's parentheses.
-func (m *fileModel) scopeHead(s int32) int32 {
-	open := m.scopes[s].open
+func (m *extractor) scopeHead(s int32) int32 {
+	open := m.Scope(s).Open()
 	j := open - 1
-	if m.is(j, ")") && m.match[j] >= 0 {
-		j = m.match[j] - 1
+	if m.Is(j, ")") && m.Match(j) >= 0 {
+		j = m.Match(j) - 1
 	}
 	return j
 }
 
 // explicitLock returns the first lock held at i by a lock statement, m.lock(),
 // @synchronized or a *Locked function's caller (not a serial queue or call_once), or "".
-func (m *fileModel) explicitLock(i int32) string {
-	for _, h := range m.heldDetail(i) {
-		switch h.kind {
+func (m *extractor) explicitLock(i int32) string {
+	for _, h := range m.HeldDetail(i) {
+		switch h.Kind {
 		case "", "@synchronized", "caller":
-			if h.kind == "caller" {
+			if h.Kind == "caller" {
 				return "the lock its caller holds (by the *Locked convention)"
 			}
-			return h.name
+			return h.Name
 		}
 	}
 	return ""
@@ -707,22 +743,22 @@ func (m *fileModel) explicitLock(i int32) string {
 
 // gpuWait (MPS008): waitUntilCompleted, commitAndWait(), waitUntilSignaledValue: or
 // synchronize(...COMMIT_AND_WAIT...) with a lock held.
-func (m *fileModel) gpuWait(i int32, fx *facts) {
-	name := m.text(i)
+func (m *extractor) gpuWait(i int32, fx *facts) {
+	name := m.Text(i)
 	switch {
 	case name == "synchronize":
-		if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+		if !m.Is(i+1, "(") || m.Match(i+1) <= i+1 {
 			return
 		}
-		if !m.hasToken(i+2, m.match[i+1], "COMMIT_AND_WAIT") {
+		if !m.HasToken(i+2, m.Match(i+1), "COMMIT_AND_WAIT") {
 			return
 		}
 	case name == "commitAndWait":
-		if !m.is(i+1, "(") || m.is(i-1, "void") || m.is(i-1, "::") {
+		if !m.Is(i+1, "(") || m.Is(i-1, "void") || m.Is(i-1, "::") {
 			return
 		}
 	default: // ObjC sends: [cb waitUntilCompleted], [event waitUntilSignaledValue:v timeoutMS:t]
-		if !(m.is(i+1, "]") || m.is(i+1, ":")) || !m.isIdent(i-1) && !m.is(i-1, "]") && !m.is(i-1, ")") {
+		if !(m.Is(i+1, "]") || m.Is(i+1, ":")) || !m.IsIdent(i-1) && !m.Is(i-1, "]") && !m.Is(i-1, ")") {
 			return
 		}
 	}
@@ -736,23 +772,23 @@ func (m *fileModel) gpuWait(i int32, fx *facts) {
 
 // nestedDispatch (MPS008): dispatch_sync onto a queue with a lock held, or from inside a
 // dispatch_sync block on another queue.
-func (m *fileModel) nestedDispatch(i int32, fx *facts) {
-	if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+func (m *extractor) nestedDispatch(i int32, fx *facts) {
+	if !m.Is(i+1, "(") || m.Match(i+1) <= i+1 {
 		return
 	}
-	queue := m.lastName(i+2, m.topLevelComma(i+2, m.match[i+1]))
-	for _, h := range m.heldDetail(i) {
+	queue := m.LastName(i+2, m.TopLevelComma(i+2, m.Match(i+1)))
+	for _, h := range m.HeldDetail(i) {
 		msg := ""
-		switch h.kind {
+		switch h.Kind {
 		case "", "@synchronized":
-			msg = fmt.Sprintf("%s onto %s while %s is held: work on that queue that takes the lock deadlocks", m.text(i), queue, h.name)
+			msg = fmt.Sprintf("%s onto %s while %s is held: work on that queue that takes the lock deadlocks", m.Text(i), queue, h.Name)
 		case "caller":
-			msg = fmt.Sprintf("%s onto %s while the caller's lock is held (by the *Locked convention)", m.text(i), queue)
+			msg = fmt.Sprintf("%s onto %s while the caller's lock is held (by the *Locked convention)", m.Text(i), queue)
 		case "dispatch_sync", "dispatch_sync_with_rethrow", "dispatch_barrier_sync":
-			if h.name == queue {
+			if h.Name == queue {
 				continue
 			}
-			msg = fmt.Sprintf("%s onto %s from inside a %s block on %s: two queues held at once", m.text(i), queue, h.kind, h.name)
+			msg = fmt.Sprintf("%s onto %s from inside a %s block on %s: two queues held at once", m.Text(i), queue, h.Kind, h.Name)
 		default:
 			continue
 		}
@@ -764,27 +800,27 @@ func (m *fileModel) nestedDispatch(i int32, fx *facts) {
 // offQueue: command-buffer primitives called with no lock and off the serial queue.
 // synchronize() is a public entry point that must be safe by itself, so only its bare
 // (this->) calls inside the stream count; the others assume the caller is on the queue.
-func (m *fileModel) offQueue(i int32, f *function, fx *facts) {
-	if !m.is(i+1, "(") {
+func (m *extractor) offQueue(i int32, f *function, fx *facts) {
+	if !m.Is(i+1, "(") {
 		return
 	}
 	prev := i - 1
-	external := m.is(prev, ".") || m.is(prev, "->")
-	if external && (m.is(prev-1, "this") || m.is(prev-1, "self")) {
+	external := m.Is(prev, ".") || m.Is(prev, "->")
+	if external && (m.Is(prev-1, "this") || m.Is(prev-1, "self")) {
 		external = false
 	}
-	if m.isIdent(prev) && !isNotDeclPrev(m.tb(prev)) || m.is(prev, "~") || m.is(prev, "::") && !m.isIdent(prev-1) {
+	if m.IsIdent(prev) && !cxx.IsNotDeclPrev(m.Bytes(prev)) || m.Is(prev, "~") || m.Is(prev, "::") && !m.IsIdent(prev-1) {
 		return // a declaration, not a call
 	}
-	if external && m.is(i, "synchronize") {
+	if external && m.Is(i, "synchronize") {
 		return
 	}
-	if m.locked(i) {
+	if m.Locked(i) {
 		return
 	}
-	name := m.text(i)
+	name := m.Text(i)
 	fd := m.finding(i, "MPS004",
-		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.name))
+		fmt.Sprintf("%s() touches command-buffer state in %s with no lock held and outside dispatch_sync on the stream's serial queue", name, f.Name()))
 	fd.callee = name
 	fx.direct = append(fx.direct, fd)
 }
@@ -798,28 +834,28 @@ var selfLockingPrimitives = map[string]bool{"endKernelCoalescing": true, "commit
 // primitiveDefinition records whether the definition of function f, if it is one of the
 // self-locking primitives, takes a lock as its first statement (or runs its whole body in
 // dispatch_sync).
-func (m *fileModel) primitiveDefinition(f *function, fx *facts) {
-	if !selfLockingPrimitives[f.bare] || f.scope <= 0 {
+func (m *extractor) primitiveDefinition(f *function, fx *facts) {
+	if !selfLockingPrimitives[f.Bare()] || f.Scope() <= 0 {
 		return
 	}
-	sc := &m.scopes[f.scope]
-	first := f.open + 1
-	for first < f.close && !m.is(first, ";") && !m.is(first, "{") {
+	sc := m.Scope(f.Scope())
+	first := f.Open() + 1
+	for first < f.Close() && !m.Is(first, ";") && !m.Is(first, "{") {
 		first++
 	}
 	locks := false
-	for _, ev := range sc.locks {
-		if !ev.release && ev.pos == first {
+	for ev := range sc.Locks() {
+		if !ev.Release && ev.Pos == first {
 			locks = true
 		}
 	}
-	if !locks && first < f.close && m.is(first, "{") {
+	if !locks && first < f.Close() && m.Is(first, "{") {
 		// dispatch_sync(queue, ^{ ... }); as the whole body
-		if inner := m.scopeOf[first]; m.scopes[inner].region != "" && m.scopes[inner].regionKind != "call_once" {
+		if inner := m.ScopeOf(first); m.Scope(inner).Region() != "" && m.Scope(inner).RegionKind() != "call_once" {
 			locks = true
 		}
 	}
-	fx.primitives = append(fx.primitives, primitiveDef{bare: f.bare, selfLocked: locks})
+	fx.primitives = append(fx.primitives, primitiveDef{bare: f.Bare(), selfLocked: locks})
 }
 
 // isMutator: container methods that change the container (asked of every x.f( call).
@@ -846,17 +882,17 @@ func isObjCMutator(b []byte) bool {
 
 // rootRef reports whether the identifier at i is a plain reference to a variable (x,
 // this->x, self->x, C::x) and returns its qualifier.
-func (m *fileModel) rootRef(i int32) (qual string, ok bool) {
+func (m *extractor) rootRef(i int32) (qual string, ok bool) {
 	switch {
-	case m.is(i-1, ".") || m.is(i-1, "->"):
-		if m.is(i-2, "this") || m.is(i-2, "self") {
+	case m.Is(i-1, ".") || m.Is(i-1, "->"):
+		if m.Is(i-2, "this") || m.Is(i-2, "self") {
 			return "", true
 		}
 		return "", false
-	case m.is(i-1, "::"):
-		if m.isIdent(i - 2) {
-			if m.is(i-3, "::") && !m.isIdent(i-4) || !m.is(i-3, "::") {
-				q := m.text(i - 2)
+	case m.Is(i-1, "::"):
+		if m.IsIdent(i - 2) {
+			if m.Is(i-3, "::") && !m.IsIdent(i-4) || !m.Is(i-3, "::") {
+				q := m.Text(i - 2)
 				if q == "std" || q == "c10" || q == "at" {
 					return "", false
 				}
@@ -869,16 +905,16 @@ func (m *fileModel) rootRef(i int32) (qual string, ok bool) {
 }
 
 // containerMutation: x.insert(...), x->push_back(...), x[k] = v.
-func (m *fileModel) containerMutation(i, fi int32, fx *facts) {
-	if !m.isIdent(i) {
+func (m *extractor) containerMutation(i, fi int32, fx *facts) {
+	if !m.IsIdent(i) {
 		return
 	}
 	mut := false
 	switch {
-	case (m.is(i+1, ".") || m.is(i+1, "->")) && m.isIdent(i+2) && m.is(i+3, "("):
-		mut = isMutator(m.tb(i + 2))
-	case m.is(i+1, "["):
-		if c := m.match[i+1]; c > i+1 && m.is(c+1, "=") {
+	case (m.Is(i+1, ".") || m.Is(i+1, "->")) && m.IsIdent(i+2) && m.Is(i+3, "("):
+		mut = isMutator(m.Bytes(i + 2))
+	case m.Is(i+1, "["):
+		if c := m.Match(i + 1); c > i+1 && m.Is(c+1, "=") {
 			mut = true
 		}
 	}
@@ -889,34 +925,34 @@ func (m *fileModel) containerMutation(i, fi int32, fx *facts) {
 }
 
 // objcMutation: [dict setObject:v forKey:k], [arr addObject:x], [dict removeAllObjects].
-func (m *fileModel) objcMutation(i, fi int32, fx *facts) {
+func (m *extractor) objcMutation(i, fi int32, fx *facts) {
 	x := i + 1
-	if (m.is(x, "self") || m.is(x, "this")) && m.is(x+1, "->") {
+	if (m.Is(x, "self") || m.Is(x, "this")) && m.Is(x+1, "->") {
 		x += 2
 	}
-	if !m.isIdent(x) || !m.isIdent(x+1) || !isObjCMutator(m.tb(x+1)) {
+	if !m.IsIdent(x) || !m.IsIdent(x+1) || !isObjCMutator(m.Bytes(x+1)) {
 		return
 	}
-	if !(m.is(x+2, ":") || m.is(x+2, "]")) {
+	if !(m.Is(x+2, ":") || m.Is(x+2, "]")) {
 		return
 	}
 	m.containerCandidate(x, fi, fx)
 }
 
-func (m *fileModel) containerCandidate(i, fi int32, fx *facts) {
+func (m *extractor) containerCandidate(i, fi int32, fx *facts) {
 	qual, ok := m.rootRef(i)
-	if !ok || m.locked(i) {
+	if !ok || m.Locked(i) {
 		return
 	}
 	f := &m.funcs[fi]
-	name := m.text(i)
-	c := candidate{kind: candContainer, name: name, qual: qual, class: f.class, inCtor: f.ctor}
+	name := m.Text(i)
+	c := candidate{kind: candContainer, name: name, qual: qual, class: f.Class(), inCtor: f.Ctor()}
 	if qual == "" {
-		if d := f.statics[name]; d != nil {
+		if d, ok := f.Static(name); ok {
 			if d.Atomic {
 				return
 			}
-			c.localStatic = d
+			c.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}
@@ -936,68 +972,24 @@ func isNullWord(b []byte) bool {
 
 // nullInit: if (!x) x = ...; if (x == nullptr) { x = ...; } with an assignment made with
 // no lock held.
-func (m *fileModel) nullInit(i, fi int32, fx *facts) {
-	j := i + 1
-	if m.is(j, "constexpr") {
-		j++
-	}
-	if !m.is(j, "(") || m.match[j] <= j {
-		return
-	}
-	cl := m.match[j]
-	var at int32 = -1
-	c := j + 1
-	switch {
-	case m.is(c, "!"):
-		at = m.refEnd(c+1, cl)
-		if at < 0 || at+1 != cl {
-			return
-		}
-	case isNullWord(m.tb(c)) && m.is(c+1, "=="):
-		at = m.refEnd(c+2, cl)
-		if at < 0 || at+1 != cl {
-			return
-		}
-	default:
-		at = m.refEnd(c, cl)
-		if at < 0 || !m.is(at+1, "==") || !isNullWord(m.tb(at+2)) || at+3 != cl {
-			return
-		}
-	}
-	name := m.text(at)
-	qual, ok := m.rootRef(at)
+func (m *extractor) nullInit(i, fi int32, fx *facts) {
+	cl, at, ok := m.nullTest(i)
 	if !ok {
 		return
 	}
-	// The body: a braced block or one statement.
-	bs, be := cl+1, cl+1
-	if m.is(bs, "{") && m.match[bs] > bs {
-		be = m.match[bs]
-	} else {
-		for be < int32(len(m.code)) && !(m.is(be, ";") && m.scopeOf[be] == m.scopeOf[i]) {
-			be++
-		}
-	}
-	unlocked := false
-	for k := bs; k < be; k++ {
-		if m.isIdent(k) && string(m.tb(k)) == name && m.is(k+1, "=") {
-			if _, ok := m.rootRef(k); ok && !m.locked(k) {
-				unlocked = true
-				break
-			}
-		}
-	}
-	if !unlocked {
+	name := m.Text(at)
+	qual, ok := m.rootRef(at)
+	if !ok || !m.unlockedAssignment(i, cl, name) {
 		return
 	}
 	f := &m.funcs[fi]
-	cand := candidate{kind: candNullInit, name: name, qual: qual, class: f.class, inCtor: f.ctor}
+	cand := candidate{kind: candNullInit, name: name, qual: qual, class: f.Class(), inCtor: f.Ctor()}
 	if qual == "" {
-		if d := f.statics[name]; d != nil {
+		if d, ok := f.Static(name); ok {
 			if d.Atomic {
 				return // (a check-then-act on an atomic is judged by no rule yet)
 			}
-			cand.localStatic = d
+			cand.localStatic = ownDecl(d)
 		} else if m.isLocal(fi, name) {
 			return
 		}
@@ -1006,45 +998,92 @@ func (m *fileModel) nullInit(i, fi int32, fx *facts) {
 	fx.cands = append(fx.cands, cand)
 }
 
+// nullTest recognises the condition of the if at i as a test that a reference is null:
+// (!x), (nullptr == x), (x == nullptr) (and if constexpr): the index of the ')' closing
+// the condition and of the reference's last name.
+func (m *extractor) nullTest(i int32) (cl, at int32, ok bool) {
+	j := i + 1
+	if m.Is(j, "constexpr") {
+		j++
+	}
+	if !m.Is(j, "(") || m.Match(j) <= j {
+		return 0, 0, false
+	}
+	cl = m.Match(j)
+	c := j + 1
+	switch {
+	case m.Is(c, "!"):
+		at = m.refEnd(c+1, cl)
+		ok = at >= 0 && at+1 == cl
+	case isNullWord(m.Bytes(c)) && m.Is(c+1, "=="):
+		at = m.refEnd(c+2, cl)
+		ok = at >= 0 && at+1 == cl
+	default:
+		at = m.refEnd(c, cl)
+		ok = at >= 0 && m.Is(at+1, "==") && isNullWord(m.Bytes(at+2)) && at+3 == cl
+	}
+	return cl, at, ok
+}
+
+// unlockedAssignment reports whether the body of the if at i, whose condition closes at
+// cl (a braced block or one statement), assigns name with no lock held.
+func (m *extractor) unlockedAssignment(i, cl int32, name string) bool {
+	bs, be := cl+1, cl+1
+	if m.Is(bs, "{") && m.Match(bs) > bs {
+		be = m.Match(bs)
+	} else {
+		for be < m.Len() && !(m.Is(be, ";") && m.ScopeOf(be) == m.ScopeOf(i)) {
+			be++
+		}
+	}
+	for k := bs; k < be; k++ {
+		if m.IsIdent(k) && string(m.Bytes(k)) == name && m.Is(k+1, "=") {
+			if _, ok := m.rootRef(k); ok && !m.Locked(k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // refEnd parses a reference (x, this->x, self->x, C::x) starting at s before e and returns
 // the index of its last identifier, or -1.
-func (m *fileModel) refEnd(s, e int32) int32 {
-	if (m.is(s, "this") || m.is(s, "self")) && m.is(s+1, "->") {
+func (m *extractor) refEnd(s, e int32) int32 {
+	if (m.Is(s, "this") || m.Is(s, "self")) && m.Is(s+1, "->") {
 		s += 2
 	}
-	for m.isIdent(s) && m.is(s+1, "::") && s+2 < e {
+	for m.IsIdent(s) && m.Is(s+1, "::") && s+2 < e {
 		s += 2
 	}
-	if s < e && m.isIdent(s) {
+	if s < e && m.IsIdent(s) {
 		return s
 	}
 	return -1
 }
 
 // finding builds a finding of rule at code token i.
-func (m *fileModel) finding(i int32, rule, msg string) Finding {
+func (m *extractor) finding(i int32, rule, msg string) Finding {
 	fn := ""
-	if f := m.scopes[m.scopeOf[i]].fn; f >= 0 {
-		fn = m.funcs[f].name
+	if f := m.Scope(m.ScopeOf(i)).Fn(); f >= 0 {
+		fn = m.funcs[f].Name()
 	}
-	f := m.findingAt(m.code[i], i, rule, msg, "")
+	f := m.findingAt(m.Tok(i), i, rule, msg, "")
 	f.Function = fn
-	if fi := m.scopes[m.scopeOf[i]].fn; fi >= 0 {
-		f.fnClass, f.fnBare = m.funcs[fi].class, m.funcs[fi].bare
+	if fi := m.Scope(m.ScopeOf(i)).Fn(); fi >= 0 {
+		f.fnClass, f.fnBare = m.funcs[fi].Class(), m.funcs[fi].Bare()
 	}
 	return f
 }
 
 // findingAt builds a finding at token t; i is its code index (-1 for a directive, whose
 // statement text is given).
-func (m *fileModel) findingAt(t Token, i int32, rule, msg, stmt string) Finding {
+func (m *extractor) findingAt(t cxx.Token, i int32, rule, msg, stmt string) Finding {
 	r := rulesByKey()[rule]
-	line, bcol := m.lines.pos(m.src, int(t.Off))
-	col := utf8.RuneCount(m.src[int(t.Off)-bcol+1:t.Off]) + 1
+	line, col := m.RunePos(t)
 	if i >= 0 {
 		stmt = m.statementText(i)
 	}
-	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.path, Line: line, Col: col,
+	return Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, File: m.Path(), Line: line, Col: col,
 		Message: msg, Fix: r.Fix, Statement: stmt}
 }
 
@@ -1052,26 +1091,26 @@ const maxStatementTokens = 40
 
 // statementText is the normalised token text (single spaces) of the statement around code
 // token i: from after the previous ; { or } to the next one.
-func (m *fileModel) statementText(i int32) string {
+func (m *extractor) statementText(i int32) string {
 	s := i
-	for s > 0 && !(m.is(s-1, ";") || m.is(s-1, "{") || m.is(s-1, "}")) && i-s < maxStatementTokens {
+	for s > 0 && !(m.Is(s-1, ";") || m.Is(s-1, "{") || m.Is(s-1, "}")) && i-s < maxStatementTokens {
 		s--
 	}
 	e := i
-	for int(e) < len(m.code)-1 && !(m.is(e, ";") || m.is(e, "{") || m.is(e, "}")) && e-i < maxStatementTokens {
+	for e < m.Len()-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
 		e++
 	}
 	var sb strings.Builder
 	size := 0 // one allocation: the tokens and a space after each
-	for k := s; k <= e && int(k) < len(m.code); k++ {
-		size += int(m.code[k].End-m.code[k].Off) + 1
+	for k := s; k <= e && k < m.Len(); k++ {
+		size += int(m.Tok(k).End-m.Tok(k).Off) + 1
 	}
 	sb.Grow(size)
-	for k := s; k <= e && int(k) < len(m.code); k++ {
+	for k := s; k <= e && k < m.Len(); k++ {
 		if k > s {
 			sb.WriteByte(' ')
 		}
-		sb.Write(m.tb(k))
+		sb.Write(m.Bytes(k))
 	}
 	return sb.String()
 }
@@ -1097,11 +1136,11 @@ type symtab struct {
 // declView is the merged view of a symbol's declarations. While there is one, it points
 // at that declaration (no copy); the second makes it a copy that merges them.
 type declView struct {
-	d     *Decl
+	d     *cxx.Decl
 	owned bool
 }
 
-func (v *declView) merge(d *Decl) {
+func (v *declView) merge(d *cxx.Decl) {
 	switch {
 	case v.d == nil:
 		v.d = d
@@ -1155,17 +1194,17 @@ func (st *symtab) addFacts(fx *facts) {
 		st.add(&fx.decls[di])
 	}
 	for _, in := range fx.instances {
-		if in.pooled {
-			st.pooled[in.class] = true
+		if in.Pooled {
+			st.pooled[in.Class] = true
 		}
-		if in.many {
-			st.many[in.class] = true
+		if in.Many {
+			st.many[in.Class] = true
 		} else {
-			st.single[in.class] = true
+			st.single[in.Class] = true
 		}
 	}
 	for _, b := range fx.bases {
-		st.derived[b.base] = append(st.derived[b.base], b.class)
+		st.derived[b.Base] = append(st.derived[b.Base], b.Class)
 	}
 }
 
@@ -1186,7 +1225,7 @@ func (st *symtab) processWide(class string) bool {
 	return false
 }
 
-func (st *symtab) add(d *Decl) {
+func (st *symtab) add(d *cxx.Decl) {
 	if d.Class != "" {
 		k := memberKey{d.Class, d.Name}
 		v := st.members[k]
@@ -1221,7 +1260,7 @@ func (st *symtab) add(d *Decl) {
 
 // global is the view of name as seen from file: when file declares it and other files do
 // too, only file's own declarations count.
-func (st *symtab) global(name, file string) *Decl {
+func (st *symtab) global(name, file string) *cxx.Decl {
 	g, ok := st.globals[name]
 	if !ok {
 		return nil
@@ -1234,7 +1273,7 @@ func (st *symtab) global(name, file string) *Decl {
 	return g.all.d
 }
 
-func (st *symtab) resolve(c *candidate, file string) *Decl {
+func (st *symtab) resolve(c *candidate, file string) *cxx.Decl {
 	if c.localStatic != nil {
 		return c.localStatic
 	}
@@ -1259,80 +1298,88 @@ func looksLikeMember(name string) bool {
 // judge turns a candidate into a finding, or nothing.
 func (st *symtab) judge(c *candidate, file string) (Finding, bool) {
 	d := st.resolve(c, file)
-	var f Finding // made only for a finding: most candidates are not one
 	switch c.kind {
 	case candContainer:
-		if d == nil || !d.Container || d.ThreadLocal || d.Const {
-			return f, false
-		}
-		if d.Member && c.inCtor {
-			return f, false
-		}
-		f = c.finding.make(file)
-		what := "static container"
-		if d.Member {
-			what = "member container"
-		}
-		f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.qualified(), d.File, d.Line)
-		f.memberState = d.Member
-		return f, true
+		return judgeContainer(c, d, file)
 	case candNullInit:
-		if c.inCtor {
-			return f, false
-		}
-		if d != nil && d.Atomic {
-			d = nil // judged as before atomics were declarations: by the name alone
-		}
-		switch {
-		case d != nil && d.ThreadLocal:
-			return f, false
-		case d != nil && d.Static:
-			f = c.finding.make(file)
-			r := rulesByKey()["MPS001"]
-			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
-			f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.qualified(), d.File, d.Line)
-			return f, true
-		case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
-			f = c.finding.make(file)
-			r := rulesByKey()["MPS003"]
-			f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
-			f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
-			f.memberState = true
-			return f, true
-		}
-		return f, false
+		return judgeNullInit(c, d, file)
 	case candPoolReset:
 		return st.judgePoolReset(c, file)
 	case candHotLock:
-		if d == nil || !d.Mutex || d.ThreadLocal {
-			return f, false
-		}
-		for _, n := range c.fastPath {
-			if fd := st.resolve(&candidate{name: n, class: c.class}, file); fd != nil && fd.ThreadLocal {
-				return f, false // a per-thread cache answers before the lock
-			}
-		}
-		if d.Member {
-			if !st.processWide(d.Class) {
-				return f, false // a per-object (per-stream) lock
-			}
-			f = c.finding.make(file)
-			f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.Class, d.File, d.Line, c.where)
-			return f, true
-		}
-		f = c.finding.make(file)
-		f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.qualified(), d.File, d.Line, c.where)
-		return f, true
+		return st.judgeHotLock(c, d, file)
 	}
-	return f, false
+	return Finding{}, false
 }
 
-// hasToken says whether any token in [from, to) is word.
-func (m *fileModel) hasToken(from, to int32, word string) bool {
-	for k := from; k < to; k++ {
-		if m.is(k, word) {
-			return true
+// judgeContainer (MPS002): a mutation with no lock held of a container d that is static,
+// or a member outside its constructor. The Finding is made only for a finding: most
+// candidates are not one.
+func judgeContainer(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if d == nil || !d.Container || d.ThreadLocal || d.Const {
+		return Finding{}, false
+	}
+	if d.Member && c.inCtor {
+		return Finding{}, false
+	}
+	f := c.finding.make(file)
+	what := "static container"
+	if d.Member {
+		what = "member container"
+	}
+	f.Message = fmt.Sprintf("%s %s (declared %s:%d) is mutated with no lock held", what, d.Qualified(), d.File, d.Line)
+	f.memberState = d.Member
+	return f, true
+}
+
+// judgeNullInit: an unlocked if (!x) x = ... is a lazy singleton (MPS001) when x is
+// static, a lazily initialised member (MPS003) when it is a member (or looks like one).
+func judgeNullInit(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if c.inCtor {
+		return Finding{}, false
+	}
+	if d != nil && d.Atomic {
+		d = nil // judged as before atomics were declarations: by the name alone
+	}
+	switch {
+	case d != nil && d.ThreadLocal:
+		return Finding{}, false
+	case d != nil && d.Static:
+		f := c.finding.make(file)
+		r := rulesByKey()["MPS001"]
+		f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+		f.Message = fmt.Sprintf("lazy singleton %s (declared %s:%d) is created without synchronisation", d.Qualified(), d.File, d.Line)
+		return f, true
+	case d != nil && d.Member, d == nil && c.class != "" && looksLikeMember(c.name):
+		f := c.finding.make(file)
+		r := rulesByKey()["MPS003"]
+		f.Rule, f.Name, f.Severity, f.Fix = r.ID, r.Name, r.Severity, r.Fix
+		f.Message = fmt.Sprintf("member %s::%s is lazily initialised (check-then-act) with no lock held", c.class, c.name)
+		f.memberState = true
+		return f, true
+	}
+	return Finding{}, false
+}
+
+// judgeHotLock (MPS006): a lock on an operator's path of a process-wide mutex d (a static,
+// or a member of a process-wide object), unless a per-thread cache answers before it.
+func (st *symtab) judgeHotLock(c *candidate, d *cxx.Decl, file string) (Finding, bool) {
+	if d == nil || !d.Mutex || d.ThreadLocal {
+		return Finding{}, false
+	}
+	for _, n := range c.fastPath {
+		if fd := st.resolve(&candidate{name: n, class: c.class}, file); fd != nil && fd.ThreadLocal {
+			return Finding{}, false // a per-thread cache answers before the lock
 		}
 	}
-	return false
+	if d.Member {
+		if !st.processWide(d.Class) {
+			return Finding{}, false // a per-object (per-stream) lock
+		}
+		f := c.finding.make(file)
+		f.Message = fmt.Sprintf("mutex %s of a process-wide %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.Class, d.File, d.Line, c.where)
+		return f, true
+	}
+	f := c.finding.make(file)
+	f.Message = fmt.Sprintf("process-wide mutex %s (declared %s:%d) is locked on a hot path (%s)", d.Qualified(), d.File, d.Line, c.where)
+	return f, true
 }

@@ -2,8 +2,8 @@ package metalcheck
 
 import (
 	"fmt"
+	"github.com/mpspatch/mpspatch/metalcheck/internal/cxx"
 	"strings"
-	"unicode/utf8"
 )
 
 // Bits of function.waits.
@@ -59,25 +59,25 @@ func isWaitWord(b []byte) bool {
 //     (std::unique_lock) of the function: a condition-variable wait;
 //   - a call with COMMIT_AND_WAIT among its arguments (synchronize(COMMIT_AND_WAIT),
 //     copy(..., COMMIT_AND_WAIT)): reported at the call's name.
-func (m *fileModel) blockingWait(i int32) (int32, string) {
-	b := m.tb(i)
+func (m *extractor) blockingWait(i int32) (int32, string) {
+	b := m.Bytes(i)
 	switch string(b) {
 	case "waitUntilCompleted", "waitUntilScheduled", "waitUntilSignaledValue":
-		if (m.is(i+1, "]") || m.is(i+1, ":")) && (m.isIdent(i-1) || m.is(i-1, "]") || m.is(i-1, ")")) {
+		if (m.Is(i+1, "]") || m.Is(i+1, ":")) && (m.IsIdent(i-1) || m.Is(i-1, "]") || m.Is(i-1, ")")) {
 			return i, string(b)
 		}
 	case "commitAndWait", "dispatch_semaphore_wait", "dispatch_group_wait", "dispatch_block_wait", "sem_wait",
 		"pthread_cond_wait", "pthread_cond_timedwait":
-		if m.is(i+1, "(") && !(m.isIdent(i-1) && !isNotDeclPrev(m.tb(i-1))) {
+		if m.Is(i+1, "(") && !(m.IsIdent(i-1) && !cxx.IsNotDeclPrev(m.Bytes(i-1))) {
 			return i, string(b) + "()"
 		}
 	case "wait", "wait_for", "wait_until":
-		if (m.is(i-1, ".") || m.is(i-1, "->")) && m.is(i+1, "(") && m.isIdent(i+2) && m.isGuard(i+2) {
+		if (m.Is(i-1, ".") || m.Is(i-1, "->")) && m.Is(i+1, "(") && m.IsIdent(i+2) && m.isGuard(i+2) {
 			return i, "a condition-variable " + string(b) + "()"
 		}
 	case "COMMIT_AND_WAIT":
 		if c := m.enclosingCall(i); c >= 0 {
-			return c, m.text(c) + "(COMMIT_AND_WAIT)"
+			return c, m.Text(c) + "(COMMIT_AND_WAIT)"
 		}
 	}
 	return -1, ""
@@ -85,16 +85,16 @@ func (m *fileModel) blockingWait(i int32) (int32, string) {
 
 // isGuard reports whether the name at k is the guard variable of a lock statement earlier
 // in its scopes (std::unique_lock<std::mutex> lock(m); ... cv.wait(lock)).
-func (m *fileModel) isGuard(k int32) bool {
-	name := m.tb(k)
-	for s := m.scopeOf[k]; s >= 0; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		for _, ev := range sc.locks {
-			if ev.pos < k && ev.guard != "" && ev.guard == string(name) {
+func (m *extractor) isGuard(k int32) bool {
+	name := m.Bytes(k)
+	for s := m.ScopeOf(k); s >= 0; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		for ev := range sc.Locks() {
+			if ev.Pos < k && ev.Guard != "" && ev.Guard == string(name) {
 				return true
 			}
 		}
-		if sc.kind == scFunction {
+		if sc.Kind() == cxx.ScopeFunction {
 			break
 		}
 	}
@@ -103,20 +103,20 @@ func (m *fileModel) isGuard(k int32) bool {
 
 // enclosingCall returns the code index of the name of the innermost call whose
 // parentheses hold code token i (within i's statement), or -1.
-func (m *fileModel) enclosingCall(i int32) int32 {
+func (m *extractor) enclosingCall(i int32) int32 {
 	for k := i - 1; k >= 0; k-- {
-		switch m.b1(k) {
+		switch m.Byte1(k) {
 		case ')', ']':
-			if o := m.match[k]; o >= 0 && o < k {
+			if o := m.Match(k); o >= 0 && o < k {
 				k = o
 			}
 		case ';', '{', '}':
 			return -1
 		case '(':
-			if m.match[k] > i && m.isIdent(k-1) && !isNotCallee(m.tb(k-1)) {
+			if m.Match(k) > i && m.IsIdent(k-1) && !isNotCallee(m.Bytes(k-1)) {
 				return k - 1
 			}
-			if m.match[k] > i {
+			if m.Match(k) > i {
 				return -1 // if (...), a cast, a grouping
 			}
 		}
@@ -128,32 +128,32 @@ func (m *fileModel) enclosingCall(i int32) int32 {
 // lambda dispatched onto a serial queue (through nested lambdas, which are taken to run
 // where they are written, and plain scopes); an ObjC block that is not dispatched runs
 // later, elsewhere (a completion handler), so the search stops there.
-func (m *fileModel) queueBlock(i int32) (queue string, kind dispatchKind) {
-	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		if sc.dispatch != notDispatched {
-			return sc.queue, sc.dispatch
+func (m *extractor) queueBlock(i int32) (queue string, kind cxx.DispatchKind) {
+	for s := m.ScopeOf(i); s >= 0; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		if sc.Dispatch() != cxx.NotDispatched {
+			return sc.Queue(), sc.Dispatch()
 		}
-		if sc.kind == scBlock || sc.kind == scFunction {
-			return "", notDispatched
+		if sc.Kind() == cxx.ScopeBlock || sc.Kind() == cxx.ScopeFunction {
+			return "", cxx.NotDispatched
 		}
 	}
-	return "", notDispatched
+	return "", cxx.NotDispatched
 }
 
 // ownCode reports whether code token i runs when its function runs: not inside an ObjC
 // block other than one passed to dispatch_sync (a completion handler runs later), nor
 // inside anything dispatched asynchronously.
-func (m *fileModel) ownCode(i int32) bool {
-	for s := m.scopeOf[i]; s >= 0; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		if sc.dispatch == dispatchedAsync {
+func (m *extractor) ownCode(i int32) bool {
+	for s := m.ScopeOf(i); s >= 0; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		if sc.Dispatch() == cxx.DispatchedAsync {
 			return false
 		}
-		if sc.kind == scBlock && sc.region == "" {
+		if sc.Kind() == cxx.ScopeBlock && sc.Region() == "" {
 			return false
 		}
-		if sc.kind == scFunction {
+		if sc.Kind() == cxx.ScopeFunction {
 			return true
 		}
 	}
@@ -162,11 +162,11 @@ func (m *fileModel) ownCode(i int32) bool {
 
 // inLoop reports whether code token i sits in the body of a for, while or do loop of its
 // function.
-func (m *fileModel) inLoop(i int32) bool {
-	for s := m.scopeOf[i]; s >= 0 && m.scopes[s].kind != scFunction; s = m.scopes[s].parent {
-		sc := &m.scopes[s]
-		if sc.kind == scControl {
-			if h := m.stripPrefix(m.scopeHead(s), sc.open); m.is(h, "for") || m.is(h, "while") || m.is(h, "do") {
+func (m *extractor) inLoop(i int32) bool {
+	for s := m.ScopeOf(i); s >= 0 && m.Scope(s).Kind() != cxx.ScopeFunction; s = m.Scope(s).Parent() {
+		sc := m.Scope(s)
+		if sc.Kind() == cxx.ScopeControl {
+			if h := m.StripPrefix(m.scopeHead(s), sc.Open()); m.Is(h, "for") || m.Is(h, "while") || m.Is(h, "do") {
 				return true
 			}
 		}
@@ -177,7 +177,7 @@ func (m *fileModel) inLoop(i int32) bool {
 // waitRules (MPS010, and the facts MPS009 and MPS010 need from other files): a place
 // where the thread blocks marks its function as one that waits, and inside a block
 // dispatched onto a serial queue it is a finding.
-func (m *fileModel) waitRules(i int32, f *function, fx *facts) {
+func (m *extractor) waitRules(i int32, f *function, fx *facts) {
 	at, what := m.blockingWait(i)
 	if at < 0 {
 		return
@@ -191,7 +191,7 @@ func (m *fileModel) waitRules(i int32, f *function, fx *facts) {
 			f.waits |= waitOnQueue
 		}
 	}
-	if q, kind := m.queueBlock(at); kind != notDispatched {
+	if q, kind := m.queueBlock(at); kind != cxx.NotDispatched {
 		fx.direct = append(fx.direct, m.finding(at, "MPS010",
 			fmt.Sprintf("%s blocks inside a block dispatched onto %s: everything queued there waits with it", what, q)))
 	}
@@ -200,19 +200,19 @@ func (m *fileModel) waitRules(i int32, f *function, fx *facts) {
 // afterDispatch reports whether a dispatch_sync (or dispatch_sync_with_rethrow,
 // dispatch_barrier_sync) call comes before code token at in function f, in at's scope or
 // one enclosing it: every path to at has then run a block on a queue and come back.
-func (m *fileModel) afterDispatch(at int32, f *function) bool {
-	for k := f.open + 1; k < at; k++ {
-		if !m.isIdent(k) || !m.is(k+1, "(") {
+func (m *extractor) afterDispatch(at int32, f *function) bool {
+	for k := f.Open() + 1; k < at; k++ {
+		if !m.IsIdent(k) || !m.Is(k+1, "(") {
 			continue
 		}
-		if _, kind := dispatchQueueArg(m.tb(k)); kind != dispatchedSync {
+		if _, kind := cxx.DispatchQueueArg(m.Bytes(k)); kind != cxx.DispatchedSync {
 			continue
 		}
-		for s := m.scopeOf[at]; s >= 0; s = m.scopes[s].parent {
-			if s == m.scopeOf[k] {
+		for s := m.ScopeOf(at); s >= 0; s = m.Scope(s).Parent() {
+			if s == m.ScopeOf(k) {
 				return true
 			}
-			if m.scopes[s].kind == scFunction {
+			if m.Scope(s).Kind() == cxx.ScopeFunction {
 				break
 			}
 		}
@@ -223,35 +223,35 @@ func (m *fileModel) afterDispatch(at int32, f *function) bool {
 // dispatchInQueueBlock (MPS010): dispatch_sync from inside a block dispatched
 // asynchronously onto a queue blocks that queue's thread until the other queue runs it
 // (onto the same queue it never does). From inside a dispatch_sync block it is MPS008's.
-func (m *fileModel) dispatchInQueueBlock(i int32, fx *facts) {
-	if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+func (m *extractor) dispatchInQueueBlock(i int32, fx *facts) {
+	if !m.Is(i+1, "(") || m.Match(i+1) <= i+1 {
 		return
 	}
 	q, kind := m.queueBlock(i)
-	if kind != dispatchedAsync {
+	if kind != cxx.DispatchedAsync {
 		return
 	}
-	target := m.lastName(i+2, m.topLevelComma(i+2, m.match[i+1]))
+	target := m.LastName(i+2, m.TopLevelComma(i+2, m.Match(i+1)))
 	fx.direct = append(fx.direct, m.finding(i, "MPS010",
-		fmt.Sprintf("%s onto %s blocks inside a block dispatched asynchronously onto %s", m.text(i), target, q)))
+		fmt.Sprintf("%s onto %s blocks inside a block dispatched asynchronously onto %s", m.Text(i), target, q)))
 }
 
 // noWaitArgs reports whether the arguments of the call named at i name a sync type that
 // does not wait (SyncType::COMMIT, SyncType::NONE, ...) and none that does: such a call
 // of a function that can wait does not wait here.
-func (m *fileModel) noWaitArgs(i int32) bool {
-	if !m.is(i+1, "(") || m.match[i+1] <= i+1 {
+func (m *extractor) noWaitArgs(i int32) bool {
+	if !m.Is(i+1, "(") || m.Match(i+1) <= i+1 {
 		return false
 	}
 	seen := false
-	for k := i + 2; k < m.match[i+1]; k++ {
-		if !m.isIdent(k) {
+	for k := i + 2; k < m.Match(i+1); k++ {
+		if !m.IsIdent(k) {
 			continue
 		}
-		if m.is(k, "COMMIT_AND_WAIT") {
+		if m.Is(k, "COMMIT_AND_WAIT") {
 			return false
 		}
-		if m.is(k+1, "::") && m.isIdent(k+2) && strings.Contains(m.text(k), "Sync") && !strings.Contains(m.text(k+2), "WAIT") {
+		if m.Is(k+1, "::") && m.IsIdent(k+2) && strings.Contains(m.Text(k), "Sync") && !strings.Contains(m.Text(k+2), "WAIT") {
 			seen = true
 		}
 	}
@@ -260,18 +260,17 @@ func (m *fileModel) noWaitArgs(i int32) bool {
 
 // deferCall records the call at i (site in fx.calls) for judging once the waiters of
 // every file are known.
-func (m *fileModel) deferCall(i int32, f *function, site int32, rule, queue string, fx *facts) {
+func (m *extractor) deferCall(i int32, f *function, site int32, rule, queue string, fx *facts) {
 	// The statement's source bytes, normalised into tokens only for a finding (most
 	// deferred calls never become one): one copy here instead of a text per call.
 	start, end := m.statementBounds(i)
-	if int(end) >= len(m.code) {
-		end = int32(len(m.code)) - 1
+	if end >= m.Len() {
+		end = m.Len() - 1
 	}
 	off := int32(len(fx.stmts))
-	fx.stmts = append(fx.stmts, m.src[m.code[start].Off:m.code[end].End]...)
-	t := m.code[i]
-	line, bcol := m.lines.pos(m.src, int(t.Off))
-	col := utf8.RuneCount(m.src[int(t.Off)-bcol+1:t.Off]) + 1
+	fx.stmts = append(fx.stmts, m.Span(start, end)...)
+	t := m.Tok(i)
+	line, col := m.RunePos(t)
 	fx.deferred = append(fx.deferred, deferredCall{site: site, line: int32(line), col: int32(col),
 		stmt: [2]int32{off, int32(len(fx.stmts))}, deviceWide: rule == "MPS009", queue: queue})
 }
@@ -279,12 +278,12 @@ func (m *fileModel) deferCall(i int32, f *function, site int32, rule, queue stri
 // callInQueueBlock (MPS010): a call inside a block dispatched onto a serial queue waits
 // there when its callee blocks (judged once every file's waiters are known), unless its
 // arguments name a sync type that does not wait.
-func (m *fileModel) callInQueueBlock(i int32, f *function, site int32, fx *facts) {
+func (m *extractor) callInQueueBlock(i int32, f *function, site int32, fx *facts) {
 	q, kind := m.queueBlock(i)
-	if kind == notDispatched || m.noWaitArgs(i) {
+	if kind == cxx.NotDispatched || m.noWaitArgs(i) {
 		return
 	}
-	if m.match[i+1] > i+1 && m.hasToken(i+2, m.match[i+1], "COMMIT_AND_WAIT") {
+	if m.Match(i+1) > i+1 && m.HasToken(i+2, m.Match(i+1), "COMMIT_AND_WAIT") {
 		return // a blocking call by its arguments: waitRules reports it
 	}
 	if at, _ := m.blockingWait(i); at == i {
@@ -298,23 +297,23 @@ func (m *fileModel) callInQueueBlock(i int32, f *function, site int32, fx *facts
 // (...sync..., ...wait...), or its definition in the audited files blocks outside a loop
 // (judged later). synchronize itself is singleStreamSync's; a callee that is itself
 // device-wide (synchronizeAll) waits for every stream.
-func (m *fileModel) deviceSyncCall(i int32, f *function, site int32, fx *facts) {
+func (m *extractor) deviceSyncCall(i int32, f *function, site int32, fx *facts) {
 	if f.deviceWide == 0 {
 		f.deviceWide = 2
-		if deviceWideSync(f.bare) {
+		if deviceWideSync(f.Bare()) {
 			f.deviceWide = 1
 		}
 	}
-	if f.deviceWide != 1 || !(m.is(i-1, "->") || m.is(i-1, ".")) || m.is(i-2, "this") || m.is(i-2, "self") {
+	if f.deviceWide != 1 || !(m.Is(i-1, "->") || m.Is(i-1, ".")) || m.Is(i-2, "this") || m.Is(i-2, "self") {
 		return
 	}
-	name := m.text(i)
+	name := m.Text(i)
 	if name == "synchronize" || deviceWideSync(name) || m.inLoop(i) || m.noWaitArgs(i) {
 		return
 	}
 	recv := m.receiverCall(i - 1)
-	if recv == "" && m.isIdent(i-2) {
-		recv = m.text(i - 2)
+	if recv == "" && m.IsIdent(i-2) {
+		recv = m.Text(i - 2)
 	}
 	if !streamLike(recv) {
 		return
@@ -322,7 +321,7 @@ func (m *fileModel) deviceSyncCall(i int32, f *function, site int32, fx *facts) 
 	l := strings.ToLower(name)
 	if strings.Contains(l, "sync") || strings.Contains(l, "wait") {
 		fx.direct = append(fx.direct, m.finding(i, "MPS009",
-			fmt.Sprintf("device-wide synchronisation %s waits for one stream (%s()), not for every stream", f.name, name)))
+			fmt.Sprintf("device-wide synchronisation %s waits for one stream (%s()), not for every stream", f.Name(), name)))
 		return
 	}
 	m.deferCall(i, f, site, "MPS009", "", fx)
@@ -337,13 +336,13 @@ func streamLike(recv string) bool {
 
 // statementBounds returns the first and last code index of the statement around i, as
 // statementText takes it.
-func (m *fileModel) statementBounds(i int32) (int32, int32) {
+func (m *extractor) statementBounds(i int32) (int32, int32) {
 	s := i
-	for s > 0 && !(m.is(s-1, ";") || m.is(s-1, "{") || m.is(s-1, "}")) && i-s < maxStatementTokens {
+	for s > 0 && !(m.Is(s-1, ";") || m.Is(s-1, "{") || m.Is(s-1, "}")) && i-s < maxStatementTokens {
 		s--
 	}
 	e := i
-	for int(e) < len(m.code)-1 && !(m.is(e, ";") || m.is(e, "{") || m.is(e, "}")) && e-i < maxStatementTokens {
+	for e < m.Len()-1 && !(m.Is(e, ";") || m.Is(e, "{") || m.Is(e, "}")) && e-i < maxStatementTokens {
 		e++
 	}
 	return s, e
@@ -352,7 +351,7 @@ func (m *fileModel) statementBounds(i int32) (int32, int32) {
 // normaliseStatement is statementText for a statement's source bytes: its code tokens
 // (no comments, no directives) joined by single spaces.
 func normaliseStatement(src []byte) string {
-	toks, _ := lexCode(nil, nil, src)
+	toks := cxx.CodeTokens(src)
 	var sb strings.Builder
 	for k, t := range toks {
 		if k > 0 {

@@ -1,4 +1,4 @@
-package metalcheck
+package cxx
 
 import (
 	"bytes"
@@ -180,10 +180,10 @@ func (lx *lexer) emitCode(t Token) {
 
 // directive updates the #if state for one directive line.
 func (lx *lexer) directive(text []byte) {
-	word, rest := directiveWord(text)
+	word, rest := DirectiveWord(text)
 	switch word {
 	case "if", "ifdef", "ifndef":
-		taken := !(word == "if" && isZeroCond(rest))
+		taken := !(word == "if" && IsZeroCond(rest))
 		lx.conds = append(lx.conds, cond{parentActive: lx.active, active: lx.active && taken, taken: taken})
 	case "elif", "elifdef", "elifndef":
 		if n := len(lx.conds); n > 0 {
@@ -191,7 +191,7 @@ func (lx *lexer) directive(text []byte) {
 			if c.taken {
 				c.active = false
 			} else {
-				c.taken = !(word == "elif" && isZeroCond(rest))
+				c.taken = !(word == "elif" && IsZeroCond(rest))
 				c.active = c.parentActive && c.taken
 			}
 		}
@@ -214,8 +214,8 @@ func (lx *lexer) directive(text []byte) {
 	}
 }
 
-// directiveWord returns the directive's name (if, define, ...) and the rest of its line.
-func directiveWord(b []byte) (string, []byte) {
+// DirectiveWord returns the directive's name (if, define, ...) and the rest of its line.
+func DirectiveWord(b []byte) (string, []byte) {
 	b = bytes.TrimLeft(b[1:], " \t")
 	i := 0
 	for i < len(b) && isIdentChar(b[i]) {
@@ -224,7 +224,9 @@ func directiveWord(b []byte) (string, []byte) {
 	return string(b[:i]), b[i:]
 }
 
-func isZeroCond(rest []byte) bool {
+// IsZeroCond reports whether the rest of an #if line is a constant 0 (or false): a branch
+// that never compiles.
+func IsZeroCond(rest []byte) bool {
 	if i := bytes.Index(rest, []byte("//")); i >= 0 {
 		rest = rest[:i]
 	}
@@ -651,4 +653,17 @@ func punctLen(b []byte) int {
 		return 1
 	}
 	return 0
+}
+
+// TokenizeText is Tokenize with a leading '#' read as an ordinary punctuator, not as a
+// preprocessor directive: how present/absent intents compare a text with a file.
+func TokenizeText(src []byte) []Token {
+	return tokenize(src, false)
+}
+
+// CodeTokens returns the code tokens of src, as a File holds them: no comments, no
+// directives, no tokens of #if 0 branches.
+func CodeTokens(src []byte) []Token {
+	code, _ := lexCode(nil, nil, src)
+	return code
 }

@@ -1,7 +1,6 @@
-package metalcheck
+package cxx
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -190,24 +189,5 @@ func FuzzTokenize(f *testing.F) {
 		if nd != len(dirs) {
 			t.Fatalf("code mode returned %d directives, Tokenize %d", len(dirs), nd)
 		}
-	})
-}
-
-// FuzzAnalyze runs the whole per-file analysis on arbitrary input: it must not panic and
-// every finding must point inside the file.
-func FuzzAnalyze(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, src []byte) {
-		lines := 1 + bytes.Count(src, []byte{'\n'})
-		for _, fd := range AuditSources(map[string][]byte{"aten/src/ATen/native/mps/operations/X.mm": src}) {
-			if fd.Line < 1 || fd.Line > lines || fd.Col < 1 || fd.Fingerprint == "" {
-				t.Fatalf("finding out of the file (%d lines): %+v", lines, fd)
-			}
-		}
-		m := analyze("x.mm", src)
-		m.checkGuarded("a::b", "m")
-		m.checkThreadLocal("b")
 	})
 }
