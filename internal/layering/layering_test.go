@@ -56,6 +56,7 @@ var layers = map[string]layer{
 	"internal/redact":     helper,
 	"internal/run":        helper,
 	"internal/statekey":   helper,
+	"internal/suiteparam": helper,
 
 	"internal/series":   domain,
 	"internal/stack":    domain,
@@ -402,7 +403,7 @@ func wellLayered() map[string][]string {
 		"metalcheck/probe":       {"internal/run"},
 		"internal/gitcli":        {"internal/run", "internal/redact"},
 		"internal/run":           {"internal/redact", "os/exec"},
-		"internal/config":        {"internal/redact"},
+		"internal/config":        {"internal/redact", "internal/suiteparam"},
 		"internal/testenv":       {"internal/run"},
 		"internal/synthtree":     {"internal/series"},
 		"patches":                {"embed"},
