@@ -138,7 +138,7 @@ func (e *BuildError) Error() string {
 	return b.String()
 }
 
-// Environment is what Preflight found.
+// Environment is what preflight found.
 type Environment struct {
 	// Python is the interpreter's sys.executable and PythonVersion its version.
 	Python        string
@@ -158,10 +158,10 @@ print(platform.python_version())
 print(importlib.util.find_spec("pip") is not None)
 print(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))`
 
-// Preflight checks that opts can build before anything long starts: the tree looks like
+// preflight checks that opts can build before anything long starts: the tree looks like
 // PyTorch, the interpreter runs (and has pip when the build uses it), and on darwin the
 // macOS SDK is there. On other platforms it warns that MPS cannot be built.
-func Preflight(ctx context.Context, opts Options) (Environment, error) {
+func preflight(ctx context.Context, opts Options) (Environment, error) {
 	var env Environment
 	for _, p := range []struct {
 		name string
@@ -267,15 +267,15 @@ func buildVars(opts Options) map[string]string {
 	return vars
 }
 
-// Warner is an optional interface of a Reporter: Build calls Warn with each warning as it
+// warner is an optional interface of a Reporter: Build calls Warn with each warning as it
 // arises (before an hour-long build, not after), besides listing it in Result.Warnings.
-type Warner interface {
+type warner interface {
 	Warn(msg string)
 }
 
-// Noter is an optional interface of a Reporter: Build calls Note with what it is about to
+// noter is an optional interface of a Reporter: Build calls Note with what it is about to
 // do and why ("rebuilding: patch 0003-x.patch changed"), before it does it.
-type Noter interface {
+type noter interface {
 	Note(msg string)
 }
 
@@ -314,12 +314,12 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	res := &Result{}
 	warn := func(msg string) {
 		res.Warnings = append(res.Warnings, msg)
-		if w, ok := opts.Reporter.(Warner); ok {
+		if w, ok := opts.Reporter.(warner); ok {
 			w.Warn(msg)
 		}
 	}
 	note := func(msg string) {
-		if n, ok := opts.Reporter.(Noter); ok {
+		if n, ok := opts.Reporter.(noter); ok {
 			n.Note(msg)
 		}
 	}
@@ -334,7 +334,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
 			return nil, fmt.Errorf("build: create log directory: %w", err)
 		}
-		did, err := EnsureVenv(ctx, opts, logDir)
+		did, err := ensureVenv(ctx, opts, logDir)
 		res.Venv = did
 		for _, d := range did {
 			note("venv: " + d)
@@ -342,10 +342,10 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts.Python = VenvPython(opts.Venv)
+		opts.Python = venvPython(opts.Venv)
 	}
 
-	env, err := Preflight(ctx, opts)
+	env, err := preflight(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +353,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	for _, w := range env.Warnings {
 		warn(w)
 	}
-	launcher, err := ResolveLauncher(ctx, opts.Cache, opts.Tree, buildEnv(opts))
+	launcher, err := resolveLauncher(ctx, opts.Cache, opts.Tree, buildEnv(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -388,8 +388,8 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		res.Changes = []string{fmt.Sprintf("the build stamp is unreadable (%v)", perr)}
 	case prev.Inputs == nil:
 		res.Changes = []string{"the build stamp does not record its inputs (an older mpspatch wrote it)"}
-	case prev.InputsHash != in.Hash():
-		res.Changes = prev.Inputs.Changes(in)
+	case prev.InputsHash != in.hash():
+		res.Changes = prev.Inputs.changes(in)
 	case opts.Force:
 		res.Changes = []string{"--force"}
 	default:
@@ -397,7 +397,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		res.UpToDate, res.Provenance = true, prev
 		res.StampPath = filepath.Join(opts.Tree, ProvenanceFile)
 		res.Cache = prev.Cache
-		tc, err := CheckTorch(ctx, env.Python, opts.Tree, prev.UpstreamCommit, buildEnv(opts))
+		tc, err := checkTorch(ctx, env.Python, opts.Tree, prev.UpstreamCommit, buildEnv(opts))
 		res.Torch = tc
 		return res, err
 	}
@@ -414,7 +414,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 
-	tr := NewTracker(opts.Reporter, opts.Now)
+	tr := newTracker(opts.Reporter, opts.Now)
 	started := opts.now()
 	res.LogPath = logPath(logDir, "build", started)
 	argv := append([]string{opts.python()}, opts.args()...)
@@ -434,11 +434,11 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		}
 		var ee *run.ExitError
 		if errors.As(err, &ee) {
-			return nil, &BuildError{Argv: argv, Result: ee.Result, LogPath: res.LogPath, FirstErrors: tr.FirstErrors(maxQuoted), Last: tr.Last()}
+			return nil, &BuildError{Argv: argv, Result: ee.Result, LogPath: res.LogPath, FirstErrors: tr.firstErrors(maxQuoted), Last: tr.Last()}
 		}
 		return nil, fmt.Errorf("build: start %s (log: %s): %w", argv[0], res.LogPath, err)
 	}
-	tr.Finish()
+	tr.finish()
 	finished := opts.now()
 	res.Duration = finished.Sub(started)
 	if launcher != nil && before != nil {
@@ -454,23 +454,23 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		names = append(names, p.Name)
 	}
 	p := Provenance{
-		Schema: ProvenanceSchema, Tool: "mpspatch", ToolVersion: opts.ToolVersion,
+		Schema: provenanceSchema, Tool: "mpspatch", ToolVersion: opts.ToolVersion,
 		UpstreamCommit: head, SeriesHash: opts.SeriesHash, Patches: names,
 		BuiltAt: finished.UTC().Truncate(time.Second), BuildSeconds: res.Duration.Round(time.Millisecond).Seconds(),
 		Python: env.Python, PythonVersion: env.PythonVersion,
 		Platform: opts.goos() + "/" + runtime.GOARCH, SDK: env.SDK,
 		Env: buildVars(opts), Log: res.LogPath,
-		Inputs: &in, InputsHash: in.Hash(), Cache: res.Cache,
+		Inputs: &in, InputsHash: in.hash(), Cache: res.Cache,
 	}
 	res.Provenance = p
-	res.StampPath, err = WriteProvenance(opts.Tree, p)
+	res.StampPath, err = writeProvenance(opts.Tree, p)
 	if err != nil {
 		return res, err
 	}
 	if err := os.Remove(pending); err != nil {
 		return res, fmt.Errorf("build: %w", err)
 	}
-	tc, err := CheckTorch(ctx, env.Python, opts.Tree, head, buildEnv(opts))
+	tc, err := checkTorch(ctx, env.Python, opts.Tree, head, buildEnv(opts))
 	res.Torch = tc
 	return res, err
 }

@@ -139,10 +139,10 @@ func TestPreflight(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(&opts)
 			}
-			env, err := Preflight(ctx, opts)
+			env, err := preflight(ctx, opts)
 			wantFail := tt.wantErr != nil || tt.wantWhat != ""
 			if (err != nil) != wantFail {
-				t.Fatalf("Preflight error = %v, want failure %v", err, wantFail)
+				t.Fatalf("preflight error = %v, want failure %v", err, wantFail)
 			}
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("error = %v, want %v", err, tt.wantErr)
@@ -265,7 +265,7 @@ func TestBuildFakeSuccess(t *testing.T) {
 		Env: map[string]string{"USE_MPS": "1", "MAX_JOBS": "3", "USE_CUDA": "0", "BUILD_TEST": "0"},
 		Log: res.LogPath,
 	}
-	if p.Inputs == nil || p.InputsHash != p.Inputs.Hash() || p.Inputs.UpstreamCommit != head || p.Inputs.Python != opts.Python ||
+	if p.Inputs == nil || p.InputsHash != p.Inputs.hash() || p.Inputs.UpstreamCommit != head || p.Inputs.Python != opts.Python ||
 		len(p.Inputs.Patches) != 2 || p.Inputs.Patches[1].SHA256 != "bb" || p.Inputs.Env["USE_CUDA"] != "0" || p.Inputs.Env["MAX_JOBS"] != "" {
 		t.Errorf("stamp inputs = %+v (hash %s)", p.Inputs, p.InputsHash)
 	} else {
@@ -327,7 +327,7 @@ func TestBuildWithoutGit(t *testing.T) {
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "no .git") }) {
 		t.Errorf("warnings = %q, want one about the missing .git", res.Warnings)
 	}
-	// The Warner saw the same warnings, the platform one before the build started.
+	// The warner saw the same warnings, the platform one before the build started.
 	if !slices.Equal(rec.warnings, res.Warnings) {
 		t.Errorf("Warn calls %q, want %q", rec.warnings, res.Warnings)
 	}
@@ -371,7 +371,7 @@ func TestBuildCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Cancel as soon as the build reports progress: the child is running then.
-	opts.Reporter = ReporterFunc(func(e Event) {
+	opts.Reporter = reporterFunc(func(e Event) {
 		if e.Phase == PhaseCompile {
 			cancel()
 		}

@@ -62,9 +62,9 @@ var launcherVars = []string{
 	"CMAKE_OBJC_COMPILER_LAUNCHER", "CMAKE_OBJCXX_COMPILER_LAUNCHER",
 }
 
-// ResolveLauncher finds the compiler cache opts ask for in the PATH of env. "auto" finds
+// resolveLauncher finds the compiler cache opts ask for in the PATH of env. "auto" finds
 // none without complaint; a named tool that is missing is an *EnvError.
-func ResolveLauncher(ctx context.Context, opts CacheOptions, tree string, env []string) (*Launcher, error) {
+func resolveLauncher(ctx context.Context, opts CacheOptions, tree string, env []string) (*Launcher, error) {
 	tools := []string{opts.Tool}
 	switch opts.Tool {
 	case "none":

@@ -33,8 +33,8 @@ type Inputs struct {
 	SDK      string            `json:"sdk,omitempty"`
 }
 
-// Hash is the SHA-256 of the inputs' JSON (map keys sorted by encoding/json).
-func (in Inputs) Hash() string {
+// hash is the SHA-256 of the inputs' JSON (map keys sorted by encoding/json).
+func (in Inputs) hash() string {
 	data, _ := json.Marshal(in)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
@@ -57,8 +57,8 @@ func buildRelevant(name string) bool {
 	return false
 }
 
-// Changes lists, for people, how cur differs from old; nil when they are equal.
-func (old Inputs) Changes(cur Inputs) []string {
+// changes lists, for people, how cur differs from old; nil when they are equal.
+func (old Inputs) changes(cur Inputs) []string {
 	var out []string
 	short := func(s string) string {
 		if len(s) > 12 {
@@ -130,7 +130,7 @@ func (old Inputs) Changes(cur Inputs) []string {
 	if old.Platform != cur.Platform || old.SDK != cur.SDK {
 		out = append(out, fmt.Sprintf("platform %s %s -> %s %s", old.Platform, old.SDK, cur.Platform, cur.SDK))
 	}
-	if len(out) == 0 && old.Hash() != cur.Hash() {
+	if len(out) == 0 && old.hash() != cur.hash() {
 		out = append(out, "build inputs changed")
 	}
 	return out

@@ -45,11 +45,11 @@ type Reporter interface {
 	Report(Event)
 }
 
-// ReporterFunc adapts a function to Reporter.
-type ReporterFunc func(Event)
+// reporterFunc adapts a function to Reporter.
+type reporterFunc func(Event)
 
 // Report calls f(e).
-func (f ReporterFunc) Report(e Event) { f(e) }
+func (f reporterFunc) Report(e Event) { f(e) }
 
 var (
 	ansiRE = lazyregexp.New("\x1b\\[[0-9;?]*[A-Za-z]")
@@ -62,9 +62,9 @@ var (
 	anyErrRE      = lazyregexp.New(`(?:^|\s)(?:fatal\s+)?error:\s`)
 )
 
-// NinjaProgress reads a ninja status line "[done/total] description". ok is false for any
+// ninjaProgress reads a ninja status line "[done/total] description". ok is false for any
 // other line and for impossible counts (done > total, total 0).
-func NinjaProgress(line string) (done, total int, ok bool) {
+func ninjaProgress(line string) (done, total int, ok bool) {
 	m := ninjaRE().FindStringSubmatch(stripANSI(line))
 	if m == nil {
 		return 0, 0, false
@@ -84,9 +84,9 @@ func stripANSI(s string) string {
 	return ansiRE().ReplaceAllString(s, "")
 }
 
-// Tracker turns build output lines into progress events and remembers the first error
+// tracker turns build output lines into progress events and remembers the first error
 // lines. It is safe for concurrent use (stdout and stderr feed it at once).
-type Tracker struct {
+type tracker struct {
 	mu       sync.Mutex
 	now      func() time.Time
 	start    time.Time
@@ -108,13 +108,13 @@ const maxETA = 100 * time.Hour
 // maxQuoted bounds each kind of remembered error line.
 const maxQuoted = 8
 
-// NewTracker starts a tracker whose clock is now (time.Now when nil) and which sends
+// newTracker starts a tracker whose clock is now (time.Now when nil) and which sends
 // events to r (none when nil).
-func NewTracker(r Reporter, now func() time.Time) *Tracker {
+func newTracker(r Reporter, now func() time.Time) *tracker {
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tracker{now: now, phase: PhaseStart, report: func(Event) {}}
+	t := &tracker{now: now, phase: PhaseStart, report: func(Event) {}}
 	if r != nil {
 		t.report = r.Report
 	}
@@ -123,8 +123,8 @@ func NewTracker(r Reporter, now func() time.Time) *Tracker {
 	return t
 }
 
-// Line feeds one line of output (without its newline).
-func (t *Tracker) Line(raw string) {
+// line feeds one line of output (without its newline).
+func (t *tracker) line(raw string) {
 	line := strings.TrimRight(stripANSI(raw), "\r\n")
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -139,8 +139,8 @@ func (t *Tracker) Line(raw string) {
 	t.report(ev)
 }
 
-// Finish reports the done phase.
-func (t *Tracker) Finish() {
+// finish reports the done phase.
+func (t *tracker) finish() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ev := t.last
@@ -151,14 +151,14 @@ func (t *Tracker) Finish() {
 }
 
 // Last returns the most recent event.
-func (t *Tracker) Last() Event {
+func (t *tracker) Last() Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
 }
 
-func (t *Tracker) classify(line string) (Event, bool) {
-	if done, total, ok := NinjaProgress(line); ok {
+func (t *tracker) classify(line string) (Event, bool) {
+	if done, total, ok := ninjaProgress(line); ok {
 		now := t.now()
 		// A new ninja run (PyTorch's build can start several) or a changed total
 		// restarts the rate measurement.
@@ -207,7 +207,7 @@ func (t *Tracker) classify(line string) (Event, bool) {
 	return ev, true
 }
 
-func (t *Tracker) noteError(line string) {
+func (t *tracker) noteError(line string) {
 	trim := strings.TrimSpace(line)
 	// The regular expressions below cost microseconds a line; nearly every line of a
 	// build has no "error" in it at all.
@@ -230,10 +230,10 @@ func (t *Tracker) noteError(line string) {
 	}
 }
 
-// FirstErrors returns the error lines worth quoting, most telling first: compiler
+// firstErrors returns the error lines worth quoting, most telling first: compiler
 // diagnostics and CMake errors; else ninja's FAILED targets; else any other "error:" line
 // (pip's "error: subprocess-exited-with-error" says little, so it comes last).
-func (t *Tracker) FirstErrors(n int) []string {
+func (t *tracker) firstErrors(n int) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string
@@ -251,10 +251,10 @@ func (t *Tracker) FirstErrors(n int) []string {
 	return out
 }
 
-// lineWriter splits what is written to it into lines for a Tracker. \r ends a line too
+// lineWriter splits what is written to it into lines for a tracker. \r ends a line too
 // (tools redraw with it). A line longer than 64 KiB is cut there.
 type lineWriter struct {
-	t   *Tracker
+	t   *tracker
 	fn  func(string) // receives the lines instead of t, when set
 	buf []byte
 }
@@ -279,7 +279,7 @@ func (w *lineWriter) flush() {
 		w.fn(string(w.buf))
 		w.buf = w.buf[:0]
 	} else if len(w.buf) > 0 {
-		w.t.Line(string(w.buf))
+		w.t.line(string(w.buf))
 		w.buf = w.buf[:0]
 	}
 }

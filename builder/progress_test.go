@@ -30,9 +30,9 @@ func TestNinjaProgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			done, total, ok := NinjaProgress(tt.line)
+			done, total, ok := ninjaProgress(tt.line)
 			if done != tt.wantDone || total != tt.wantT || ok != tt.wantOK {
-				t.Errorf("NinjaProgress(%q) = %d, %d, %v; want %d, %d, %v", tt.line, done, total, ok, tt.wantDone, tt.wantT, tt.wantOK)
+				t.Errorf("ninjaProgress(%q) = %d, %d, %v; want %d, %d, %v", tt.line, done, total, ok, tt.wantDone, tt.wantT, tt.wantOK)
 			}
 		})
 	}
@@ -52,7 +52,7 @@ func (c *fakeClock) now() time.Time {
 func TestTrackerEvents(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), step: 10 * time.Second}
 	var events []Event
-	tr := NewTracker(ReporterFunc(func(e Event) { events = append(events, e) }), clock.now)
+	tr := newTracker(reporterFunc(func(e Event) { events = append(events, e) }), clock.now)
 	lines := []string{
 		"Using pip 23.2.1 from /usr/lib/python3/dist-packages/pip (python 3.11)",
 		"  running develop",
@@ -70,9 +70,9 @@ func TestTrackerEvents(t *testing.T) {
 		"Successfully installed torch-2.9.1a0",
 	}
 	for _, l := range lines {
-		tr.Line(l)
+		tr.line(l)
 	}
-	tr.Finish()
+	tr.finish()
 
 	type brief struct {
 		Phase       Phase
@@ -167,33 +167,33 @@ func TestFirstErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(nil, nil)
+			tr := newTracker(nil, nil)
 			for _, l := range tt.lines {
-				tr.Line(l)
+				tr.line(l)
 			}
-			have := tr.FirstErrors(3)
+			have := tr.firstErrors(3)
 			if !slices.Equal(have, tt.want) {
-				t.Errorf("FirstErrors:\n have %q\n want %q", have, tt.want)
+				t.Errorf("firstErrors:\n have %q\n want %q", have, tt.want)
 			}
 		})
 	}
 }
 
 func TestLineWriter(t *testing.T) {
-	// Every line here is an error line, so FirstErrors shows how the writer split them.
-	tr := NewTracker(nil, nil)
+	// Every line here is an error line, so firstErrors shows how the writer split them.
+	tr := newTracker(nil, nil)
 	w := &lineWriter{t: tr}
 	for _, chunk := range []string{"a.c:1:1: err", "or: one\r\nb.c:2:2: error: two\n", "c.c:3:3: error: th", "ree"} {
 		w.Write([]byte(chunk))
 	}
 	w.flush()
-	lines := tr.FirstErrors(10)
+	lines := tr.firstErrors(10)
 	want := []string{"a.c:1:1: error: one", "b.c:2:2: error: two", "c.c:3:3: error: three"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("lines = %q, want %q", lines, want)
 	}
 
-	long := &lineWriter{t: NewTracker(nil, nil)}
+	long := &lineWriter{t: newTracker(nil, nil)}
 	long.Write([]byte(strings.Repeat("x", maxLine+100)))
 	if len(long.buf) != maxLine {
 		t.Errorf("a long line kept %d bytes, want the cap %d", len(long.buf), maxLine)
@@ -209,7 +209,7 @@ func FuzzTrackerLine(f *testing.F) {
 		f.Add(s, "[2/3] next")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		tr := NewTracker(ReporterFunc(func(e Event) {
+		tr := newTracker(reporterFunc(func(e Event) {
 			if e.Percent < -1 || e.Percent > 100 {
 				t.Errorf("Percent %v out of range for %q", e.Percent, e.Line)
 			}
@@ -217,16 +217,16 @@ func FuzzTrackerLine(f *testing.F) {
 				t.Errorf("bad event %+v", e)
 			}
 		}), nil)
-		tr.Line(a)
-		tr.Line(b)
-		tr.Finish()
-		if len(tr.FirstErrors(maxQuoted+5)) > maxQuoted {
-			t.Error("FirstErrors exceeds its cap")
+		tr.line(a)
+		tr.line(b)
+		tr.finish()
+		if len(tr.firstErrors(maxQuoted+5)) > maxQuoted {
+			t.Error("firstErrors exceeds its cap")
 		}
 	})
 }
 
-// BenchmarkTracker measures the cost of reading build output through the Tracker against
+// BenchmarkTracker measures the cost of reading build output through the tracker against
 // only splitting it into lines (what any log tee does anyway). A PyTorch build prints
 // on the order of 10^5 lines; the ratio says what progress tracking adds.
 func BenchmarkTracker(b *testing.B) {
@@ -243,7 +243,7 @@ func BenchmarkTracker(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		n := 0
-		w := &lineWriter{t: NewTracker(nil, nil)}
+		w := &lineWriter{t: newTracker(nil, nil)}
 		for _, c := range data {
 			if c == '\n' {
 				n++

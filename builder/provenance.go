@@ -12,8 +12,8 @@ import (
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
 )
 
-// ProvenanceSchema is the version of the stamp's JSON layout. Readers refuse a newer one.
-const ProvenanceSchema = 1
+// provenanceSchema is the version of the stamp's JSON layout. Readers refuse a newer one.
+const provenanceSchema = 1
 
 // ProvenanceFile is where the stamp lives, relative to the tree: inside the torch package,
 // so `import torch; os.path.dirname(torch.__file__)` finds it from Python.
@@ -53,10 +53,10 @@ type Provenance struct {
 	Cache *CacheStats `json:"cache,omitempty"`
 }
 
-// WriteProvenance writes p to tree/ProvenanceFile atomically: a temporary file in the
+// writeProvenance writes p to tree/ProvenanceFile atomically: a temporary file in the
 // same directory, synced, then renamed over the old stamp, so a reader sees the old
 // stamp or the new one and never half of one. It returns the stamp's path.
-func WriteProvenance(tree string, p Provenance) (string, error) {
+func writeProvenance(tree string, p Provenance) (string, error) {
 	path := filepath.Join(tree, ProvenanceFile)
 	data, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
@@ -83,11 +83,11 @@ func ReadProvenance(tree string) (Provenance, error) {
 	if err != nil {
 		return Provenance{}, fmt.Errorf("read provenance: %w", err)
 	}
-	return ParseProvenance(path, data)
+	return parseProvenance(path, data)
 }
 
-// ParseProvenance decodes a stamp; name is used in errors.
-func ParseProvenance(name string, data []byte) (Provenance, error) {
+// parseProvenance decodes a stamp; name is used in errors.
+func parseProvenance(name string, data []byte) (Provenance, error) {
 	var p Provenance
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&p); err != nil {
@@ -96,8 +96,8 @@ func ParseProvenance(name string, data []byte) (Provenance, error) {
 	if p.Tool != "mpspatch" {
 		return Provenance{}, fmt.Errorf("read provenance %s: tool is %q, want \"mpspatch\"", name, p.Tool)
 	}
-	if p.Schema < 1 || p.Schema > ProvenanceSchema {
-		return Provenance{}, fmt.Errorf("read provenance %s: schema %d, this mpspatch reads 1..%d", name, p.Schema, ProvenanceSchema)
+	if p.Schema < 1 || p.Schema > provenanceSchema {
+		return Provenance{}, fmt.Errorf("read provenance %s: schema %d, this mpspatch reads 1..%d", name, p.Schema, provenanceSchema)
 	}
 	return p, nil
 }

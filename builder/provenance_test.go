@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 func sampleProvenance() Provenance {
 	return Provenance{
-		Schema: ProvenanceSchema, Tool: "mpspatch", ToolVersion: "v0.1.0",
+		Schema: provenanceSchema, Tool: "mpspatch", ToolVersion: "v0.1.0",
 		UpstreamCommit: "d38164a545b4a4e4e0cf73ce67173f70574890b6",
 		SeriesHash:     "4f1c0d9e0b7a",
 		Patches:        []string{"0001-stream-pool.patch", "0002-guard-kernel-cache.patch"},
@@ -36,7 +36,7 @@ func TestWriteProvenanceGolden(t *testing.T) {
 	// An older stamp is replaced whole.
 	os.WriteFile(filepath.Join(tree, ProvenanceFile), []byte(`{"old": true, "padding": "`+strings.Repeat("x", 4096)+`"}`), 0o644)
 
-	path, err := WriteProvenance(tree, sampleProvenance())
+	path, err := writeProvenance(tree, sampleProvenance())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestWriteProvenanceGolden(t *testing.T) {
 
 func TestWriteProvenanceNoTorchDir(t *testing.T) {
 	tree := t.TempDir()
-	_, err := WriteProvenance(tree, sampleProvenance())
+	_, err := writeProvenance(tree, sampleProvenance())
 	if err == nil || !strings.Contains(err.Error(), "write provenance "+filepath.Join(tree, ProvenanceFile)) {
 		t.Errorf("error = %v, want one naming the stamp path", err)
 	}
@@ -122,11 +122,11 @@ func FuzzParseProvenance(f *testing.F) {
 	f.Add([]byte(`{"schema":1,"tool":"mpspatch","built_at":"not a time"}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParseProvenance("fuzz", data)
+		p, err := parseProvenance("fuzz", data)
 		if err != nil {
 			return
 		}
-		if p.Tool != "mpspatch" || p.Schema != ProvenanceSchema {
+		if p.Tool != "mpspatch" || p.Schema != provenanceSchema {
 			t.Errorf("accepted %+v", p)
 		}
 	})

@@ -28,7 +28,7 @@ func realVenv(t testing.TB) (python string, env []string) {
 	if _, err := run.Output(context.Background(), run.Cmd{Argv: []string{base, "-m", "venv", venv}}); err != nil {
 		t.Fatalf("create a virtual environment with %s (Debian: python3-venv; set MPSPATCH_PYTHON for another interpreter): %v", base, err)
 	}
-	return VenvPython(venv), append(os.Environ(), "PIP_NO_INDEX=1", "PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
+	return venvPython(venv), append(os.Environ(), "PIP_NO_INDEX=1", "PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
 }
 
 // needTools marks a test that runs the real build tools. Under -short (make check, the
@@ -230,7 +230,7 @@ func TestBuildRealIncremental(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CheckTorch(ctx, python, tree, newHead, env); !errors.As(err, &se) || !strings.Contains(err.Error(), "stale build") {
+	if _, err := checkTorch(ctx, python, tree, newHead, env); !errors.As(err, &se) || !strings.Contains(err.Error(), "stale build") {
 		t.Errorf("stale build: %v, want a *ShadowError saying stale", err)
 	}
 }

@@ -82,10 +82,10 @@ func (e *ShadowError) Error() string {
 	}
 }
 
-// CheckTorch imports torch with python from outside tree and checks that it is the
+// checkTorch imports torch with python from outside tree and checks that it is the
 // tree's build: torch/__init__.py inside the tree, and torch.version.git_version equal to
 // head (when both are known). Anything else is a *ShadowError.
-func CheckTorch(ctx context.Context, python, tree, head string, env []string) (TorchCheck, error) {
+func checkTorch(ctx context.Context, python, tree, head string, env []string) (TorchCheck, error) {
 	tc := TorchCheck{Python: python}
 	dir, err := os.MkdirTemp("", "mpspatch-torch-check-")
 	if err != nil {

@@ -46,11 +46,11 @@ func (e *RequirementError) Error() string {
 	return msg + "; full output in " + e.LogPath
 }
 
-// Requirements lists what the tree's build needs installed before
+// requirements lists what the tree's build needs installed before
 // `pip install --no-build-isolation`: pip's -r for requirements.txt, then each entry of
 // pyproject.toml's [build-system] requires. It returns pip arguments and a hash of the
 // whole set.
-func Requirements(tree string) ([]string, string, error) {
+func requirements(tree string) ([]string, string, error) {
 	h := sha256.New()
 	var args []string
 	if data, err := os.ReadFile(filepath.Join(tree, "requirements.txt")); err == nil {
@@ -84,20 +84,20 @@ func Requirements(tree string) ([]string, string, error) {
 	return args, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// VenvPython is the interpreter of the virtual environment dir.
-func VenvPython(dir string) string { return filepath.Join(dir, "bin", "python") }
+// venvPython is the interpreter of the virtual environment dir.
+func venvPython(dir string) string { return filepath.Join(dir, "bin", "python") }
 
-// EnsureVenv makes opts.Venv usable: creates it with opts.Python (`python -m venv`) when
+// ensureVenv makes opts.Venv usable: creates it with opts.Python (`python -m venv`) when
 // it has no interpreter, and installs the tree's requirements when they changed since
 // the last install there. It returns what it did ("created", "requirements installed").
-func EnsureVenv(ctx context.Context, opts Options, logDir string) ([]string, error) {
+func ensureVenv(ctx context.Context, opts Options, logDir string) ([]string, error) {
 	dir := opts.Venv
-	py := VenvPython(dir)
+	py := venvPython(dir)
 	var did []string
 	env := buildEnv(opts)
 	rep := opts.Reporter
 	if rep == nil {
-		rep = ReporterFunc(func(Event) {})
+		rep = reporterFunc(func(Event) {})
 	}
 	started := opts.now()
 	if !isExecutable(py) {
@@ -114,7 +114,7 @@ func EnsureVenv(ctx context.Context, opts Options, logDir string) ([]string, err
 		}
 		did = append(did, "created "+dir)
 	}
-	args, hash, err := Requirements(opts.Tree)
+	args, hash, err := requirements(opts.Tree)
 	if err != nil {
 		return did, err
 	}

@@ -14,13 +14,13 @@ import (
 
 func TestRequirements(t *testing.T) {
 	tree := t.TempDir()
-	args, h0, err := Requirements(tree)
+	args, h0, err := requirements(tree)
 	if err != nil || len(args) != 0 {
 		t.Fatalf("empty tree: %q, %v", args, err)
 	}
 	os.WriteFile(filepath.Join(tree, "requirements.txt"), []byte("numpy\npyyaml\n"), 0o644)
 	os.WriteFile(filepath.Join(tree, "pyproject.toml"), []byte("[build-system]\nrequires = [\"setuptools>=70.1.0\", \"cmake>=3.27\", \"ninja\"]\n[tool.x]\ny = 1\n"), 0o644)
-	args, h1, err := Requirements(tree)
+	args, h1, err := requirements(tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +28,11 @@ func TestRequirements(t *testing.T) {
 		t.Errorf("args %q, want %q", args, want)
 	}
 	os.WriteFile(filepath.Join(tree, "requirements.txt"), []byte("numpy\npyyaml\ntyping-extensions\n"), 0o644)
-	if _, h2, _ := Requirements(tree); h2 == h1 || h1 == h0 {
+	if _, h2, _ := requirements(tree); h2 == h1 || h1 == h0 {
 		t.Error("the hash does not follow requirements.txt")
 	}
 	os.WriteFile(filepath.Join(tree, "pyproject.toml"), []byte("[build-system]\nrequires = [\n"), 0o644)
-	if _, _, err := Requirements(tree); err == nil || !strings.Contains(err.Error(), "pyproject.toml:") {
+	if _, _, err := requirements(tree); err == nil || !strings.Contains(err.Error(), "pyproject.toml:") {
 		t.Errorf("bad pyproject.toml: %v, want an error naming file:line", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestBuildRealVenv(t *testing.T) {
 		!slices.ContainsFunc(reqLines, func(l string) bool { return strings.HasPrefix(l, "Successfully installed") }) {
 		t.Errorf("requirements progress %q, want the requirement collected and installed", reqLines)
 	}
-	py := VenvPython(venv)
+	py := venvPython(venv)
 	if res.Provenance.Python != py {
 		t.Errorf("built with %s, want the venv's %s", res.Provenance.Python, py)
 	}

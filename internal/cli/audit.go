@@ -71,7 +71,7 @@ Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
 }
 
 func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
-	format, err := d.outputFormat(opts.format, "text", "json", "sarif")
+	format, err := d.outputFormat(opts.format, auditFormats)
 	if err != nil {
 		return err
 	}
@@ -169,9 +169,9 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 		p.Warnf("baseline %s:%d: %s in %s matches no finding any more; remove the entry", baselinePath, e.Line, e.Rule, e.File)
 	}
 	switch format {
-	case "json":
+	case formatJSON:
 		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteJSON(w, res) })
-	case "sarif":
+	case formatSARIF:
 		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
 	default:
 		err = metalcheck.WriteText(p.out, res) // one write: see WriteText

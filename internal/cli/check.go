@@ -93,8 +93,8 @@ func runCheck(ctx context.Context, d *deps, opts *checkOptions, withTree bool) e
 		return err
 	}
 	p := d.printer()
-	if f := opts.upstream.format; f != "text" && f != "markdown" {
-		return usageErrorf("--format %s: want text or markdown", f)
+	if _, err := parseFormat(opts.upstream.format, checkFormats); err != nil {
+		return err
 	}
 	if withTree && len(opts.upstream.refs) > 0 {
 		return usageErrorf("--tree and --upstream: choose one (--tree checks a checkout, --upstream a remote)")

@@ -4,17 +4,19 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mpspatch/mpspatch/internal/suiteparam"
 )
 
 // flagValues are the values shell completion offers for a flag, by flag name, or by
 // "command flag" where the values depend on the command. They mirror what the commands
 // and the config accept (TestFlagCompletion runs each through its command).
 var flagValues = map[string][]string{
-	"device":       {"mps", "cuda", "cpu"},
-	"profile":      {"quick", "full"},
-	"audit format": {"text", "json", "sarif"},
-	"run format":   {"text", "json", "markdown"},
-	"check format": {"text", "markdown"},
+	"device":       suiteparam.Names(suiteparam.Devices()),
+	"profile":      suiteparam.Names(suiteparam.Profiles()),
+	"audit format": formatNames(auditFormats),
+	"run format":   formatNames(runFormats),
+	"check format": formatNames(checkFormats),
 	"run from":     runStages,
 	"run until":    runStages,
 }

@@ -203,18 +203,14 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 
 // outputFormat resolves a command's --format flag: the value given, else json under
 // --json, else text; anything outside allowed is a usage error naming the choices.
-func (d *deps) outputFormat(flag string, allowed ...string) (string, error) {
-	format := flag
+func (d *deps) outputFormat(flag string, allowed []resultFormat) (resultFormat, error) {
 	switch {
-	case format == "" && d.global.json:
-		format = "json"
-	case format == "":
-		format = "text"
+	case flag == "" && d.global.json:
+		return parseFormat(string(formatJSON), allowed)
+	case flag == "":
+		return parseFormat(string(formatText), allowed)
 	}
-	if !slices.Contains(allowed, format) {
-		return "", usageErrorf("--format %q: want %s", flag, strings.Join(allowed[:len(allowed)-1], ", ")+" or "+allowed[len(allowed)-1])
-	}
-	return format, nil
+	return parseFormat(flag, allowed)
 }
 
 // NewRootCommand returns the whole command tree, bound to the process's own streams, for

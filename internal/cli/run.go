@@ -22,6 +22,7 @@ import (
 	"github.com/mpspatch/mpspatch/internal/pipeline"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/statekey"
+	"github.com/mpspatch/mpspatch/internal/suiteparam"
 )
 
 // hostOS is the platform the run decides Mac-only stages by; tests override it.
@@ -122,7 +123,7 @@ when that is set). The exit code is the first failing stage's code.`,
 }
 
 func runRun(ctx context.Context, d *deps, opts *runOptions) error {
-	format, err := d.outputFormat(opts.format, "text", "json", "markdown")
+	format, err := d.outputFormat(opts.format, runFormats)
 	if err != nil {
 		return err
 	}
@@ -134,10 +135,8 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	if opts.from != "" && opts.until != "" && slices.Index(runStages, opts.until) < slices.Index(runStages, opts.from) {
 		return usageErrorf("--until %s comes before --from %s", opts.until, opts.from)
 	}
-	switch opts.device {
-	case "", "mps", "cuda", "cpu":
-	default:
-		return usageErrorf("--device %q: want mps, cuda or cpu", opts.device)
+	if _, err := suiteparam.ParseDevice(opts.device); err != nil {
+		return usageErrorf("--device: %v", err)
 	}
 	cfg, err := d.config()
 	if err != nil {
@@ -153,10 +152,10 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	}
 	device := opts.device
 	if device == "" {
-		device = cfg.Verify.Device
+		device = string(cfg.Verify.Device)
 	}
 	if device == "" {
-		device = "mps"
+		device = string(suiteparam.MPS)
 	}
 	reportDir := opts.reportDir
 	if reportDir == "" {
@@ -205,14 +204,14 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	}
 	var perr error
 	switch format {
-	case "json":
+	case formatJSON:
 		// Through the printer, so a failed run's document carries the error member too.
 		perr = p.RawResult(func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(rep)
 		})
-	case "markdown":
+	case formatMarkdown:
 		_, perr = io.WriteString(d.io.Out, markdownRunSummary(rep))
 	default:
 		perr = p.Result(rep, func(w io.Writer) { writeRunText(w, p, rep) })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpspatch/mpspatch/internal/suiteparam"
 	"github.com/mpspatch/mpspatch/verify"
 )
 
@@ -103,10 +104,10 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 		o.python = "python3"
 	}
 	if !cmd.Flags().Changed("device") {
-		o.device = v.Device
+		o.device = string(v.Device)
 	}
 	if o.profile == "" {
-		o.profile = v.Profile
+		o.profile = string(v.Profile)
 	}
 	if !o.threadsSet {
 		o.threads = v.Threads
@@ -123,15 +124,11 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 	if o.reportDir == "" {
 		o.reportDir = "mpspatch-report"
 	}
-	switch o.device {
-	case "", "mps", "cuda", "cpu":
-	default:
-		return usageErrorf("--device: want mps, cuda or cpu, have %q", o.device)
+	if _, err := suiteparam.ParseDevice(o.device); err != nil {
+		return usageErrorf("--device: %v", err)
 	}
-	switch o.profile {
-	case "quick", "full":
-	default:
-		return usageErrorf("--profile: want quick or full, have %q", o.profile)
+	if _, err := suiteparam.ParseProfile(o.profile); err != nil {
+		return usageErrorf("--profile: %v", err)
 	}
 	if o.repeat < 1 {
 		return usageErrorf("--repeat: want 1 or more, have %d", o.repeat)

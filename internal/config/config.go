@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/redact"
+	"github.com/mpspatch/mpspatch/internal/suiteparam"
 )
 
 //go:embed default.toml
@@ -77,13 +79,13 @@ type BuildCache struct {
 
 // Verify holds the settings of `mpspatch verify`.
 type Verify struct {
-	Python         string   `toml:"python"`
-	Device         string   `toml:"device"`
-	Profile        string   `toml:"profile"`
-	Timeout        Duration `toml:"timeout"`
-	Threads        []int    `toml:"threads"`
-	BaselinePython string   `toml:"baseline_python"`
-	ReportDir      string   `toml:"report_dir"`
+	Python         string             `toml:"python"`
+	Device         suiteparam.Device  `toml:"device"`
+	Profile        suiteparam.Profile `toml:"profile"`
+	Timeout        Duration           `toml:"timeout"`
+	Threads        []int              `toml:"threads"`
+	BaselinePython string             `toml:"baseline_python"`
+	ReportDir      string             `toml:"report_dir"`
 }
 
 // Audit holds the settings of `mpspatch audit`.
@@ -134,7 +136,7 @@ func Default() Config {
 		},
 		Verify: Verify{
 			Python:    "python3",
-			Profile:   "quick",
+			Profile:   suiteparam.Quick,
 			Timeout:   Duration{5 * time.Minute},
 			Threads:   []int{},
 			ReportDir: "mpspatch-report",
@@ -289,15 +291,13 @@ func (c Config) validate(name string) *Error {
 	if c.Upstream.URL == "" {
 		return &Error{File: name, Key: "upstream.url", Msg: "must not be empty"}
 	}
-	switch c.Verify.Profile {
-	case "quick", "full":
-	default:
-		return &Error{File: name, Key: "verify.profile", Msg: fmt.Sprintf("want \"quick\" or \"full\", have %q", c.Verify.Profile)}
+	if _, err := suiteparam.ParseProfile(string(c.Verify.Profile)); err != nil {
+		want := quoted(suiteparam.Names(suiteparam.Profiles()))
+		return &Error{File: name, Key: "verify.profile", Msg: fmt.Sprintf("want %s, have %q", suiteparam.OneOf(want...), c.Verify.Profile)}
 	}
-	switch c.Verify.Device {
-	case "", "mps", "cuda", "cpu":
-	default:
-		return &Error{File: name, Key: "verify.device", Msg: fmt.Sprintf("want \"mps\", \"cuda\", \"cpu\" or empty, have %q", c.Verify.Device)}
+	if _, err := suiteparam.ParseDevice(string(c.Verify.Device)); err != nil {
+		want := append(quoted(suiteparam.Names(suiteparam.Devices())), "empty")
+		return &Error{File: name, Key: "verify.device", Msg: fmt.Sprintf("want %s, have %q", suiteparam.OneOf(want...), c.Verify.Device)}
 	}
 	for _, n := range c.Verify.Threads {
 		if n < 1 || n > 256 {
@@ -311,6 +311,15 @@ func (c Config) validate(name string) *Error {
 		return &Error{File: name, Key: "build.jobs", Msg: "must not be negative"}
 	}
 	return c.Build.Cache.validate(name)
+}
+
+// quoted writes each value as TOML spells a string, as the messages about a file do.
+func quoted(values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = strconv.Quote(v)
+	}
+	return out
 }
 
 func (bc BuildCache) validate(name string) *Error {

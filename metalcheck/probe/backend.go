@@ -25,7 +25,7 @@ type DeviceInfo struct {
 }
 
 // Params are the constants one dispatch of the probe kernel receives. The layout matches
-// the Params struct in KernelSource: three 32-bit unsigned integers, no padding.
+// the Params struct in kernelSource: three 32-bit unsigned integers, no padding.
 type Params struct {
 	Worker    uint32
 	Iteration uint32

@@ -35,10 +35,10 @@ const (
 	ClassError Class = "error"
 )
 
-// Passes says whether an outcome of class c passes a scenario of kind k: stress and info
+// passes says whether an outcome of class c passes a scenario of kind k: stress and info
 // runs must be ok; negative controls must be stopped by a Metal assertion, which proves
 // the probe recognises Metal's messages.
-func Passes(k Kind, c Class) bool {
+func passes(k Kind, c Class) bool {
 	if k.IsControl() {
 		return c == ClassAssertion
 	}
@@ -63,8 +63,8 @@ var (
 	goSignalInline = lazyregexp.New(`^\[signal (SIG[A-Z]+[0-9]*)\b`)
 )
 
-// Observe updates the signs with one stderr line.
-func (s *StderrSigns) Observe(line string) {
+// observe updates the signs with one stderr line.
+func (s *StderrSigns) observe(line string) {
 	line = strings.TrimSpace(line)
 	switch {
 	case line == "":
@@ -86,9 +86,9 @@ func (s *StderrSigns) Observe(line string) {
 	}
 }
 
-// StderrLog collects a child's stderr: the signs for classification and the last lines
+// stderrLog collects a child's stderr: the signs for classification and the last lines
 // for the report. It is an io.Writer for run.Cmd.Stderr.
-type StderrLog struct {
+type stderrLog struct {
 	mu    sync.Mutex
 	split lineSplitter
 	signs StderrSigns
@@ -99,15 +99,15 @@ type StderrLog struct {
 const stderrTail = 30
 
 // Write implements io.Writer; it never fails.
-func (l *StderrLog) Write(p []byte) (int, error) {
+func (l *stderrLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.split.write(p, func(line []byte) { l.take(string(line)) })
 	return len(p), nil
 }
 
-func (l *StderrLog) take(line string) {
-	l.signs.Observe(line)
+func (l *stderrLog) take(line string) {
+	l.signs.observe(line)
 	if len(l.tail) == stderrTail {
 		copy(l.tail, l.tail[1:])
 		l.tail = l.tail[:stderrTail-1]
@@ -116,7 +116,7 @@ func (l *StderrLog) take(line string) {
 }
 
 // Close takes the unterminated last line, if any.
-func (l *StderrLog) Close() error {
+func (l *stderrLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.split.partial) > 0 {
@@ -127,21 +127,21 @@ func (l *StderrLog) Close() error {
 }
 
 // Signs returns what the stderr showed.
-func (l *StderrLog) Signs() StderrSigns {
+func (l *stderrLog) Signs() StderrSigns {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.signs
 }
 
 // Tail returns the last lines of stderr.
-func (l *StderrLog) Tail() []string {
+func (l *stderrLog) Tail() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.tail...)
 }
 
-// Evidence is everything known about one finished child.
-type Evidence struct {
+// evidence is everything known about one finished child.
+type evidence struct {
 	Kind     Kind
 	ExitCode int            // -1 when killed by a signal
 	Signal   syscall.Signal // the signal that killed it, if any
@@ -152,12 +152,12 @@ type Evidence struct {
 	Stderr   StderrSigns
 }
 
-// Classify decides how a child ended and says why in one line. The order matters: a
+// classify decides how a child ended and says why in one line. The order matters: a
 // timeout wins (the kill is ours); then what the child's stderr says about the cause
 // (a Metal assertion, then an Objective-C exception, both of which end in SIGABRT); then
 // a Go panic (its trace may mention a signal too); then a signal, as the Go runtime
 // reported it or else as the wait status shows it; then the exit status and the result.
-func Classify(ev Evidence) (Class, string) {
+func classify(ev evidence) (Class, string) {
 	prog := ProgressOf(ev.Events)
 	where := prog.String()
 	switch {
@@ -174,7 +174,7 @@ func Classify(ev Evidence) (Class, string) {
 		// GOTRACEBACK=crash, before dying by SIGABRT): its report names the real cause.
 		return ClassSignal, fmt.Sprintf("%s reported by the Go runtime (%s); %s", ev.Stderr.Signal, ev.Stderr.SignalLine, where)
 	case ev.Signal != 0:
-		return ClassSignal, fmt.Sprintf("killed by %s; %s", SignalName(ev.Signal), where)
+		return ClassSignal, fmt.Sprintf("killed by %s; %s", signalName(ev.Signal), where)
 	case ev.Stderr.Fatal != "":
 		return ClassPanic, ev.Stderr.Fatal + "; " + where
 	}
@@ -262,9 +262,9 @@ func (p Progress) String() string {
 	return p.Last
 }
 
-// SignalName is the conventional name of a signal ("SIGSEGV"); Go's Signal.String gives
+// signalName is the conventional name of a signal ("SIGSEGV"); Go's Signal.String gives
 // a description instead.
-func SignalName(s syscall.Signal) string {
+func signalName(s syscall.Signal) string {
 	switch s {
 	case syscall.SIGSEGV:
 		return "SIGSEGV"

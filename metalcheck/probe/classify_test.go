@@ -13,42 +13,42 @@ func TestClassify(t *testing.T) {
 	midRun := []Event{{Type: EventReady}, {Type: EventReady}, {Type: EventGo}, {Type: EventIter, W: 1, I: 4}}
 	tests := []struct {
 		name       string
-		ev         Evidence
+		ev         evidence
 		want       Class
 		wantDetail string
 	}{
-		{"ok", Evidence{Events: okResult}, ClassOK, ""},
-		{"checks failed", Evidence{ExitCode: 1, Events: failed}, ClassChecksFailed, "worker 1: bad (and 1 more)"},
-		{"timeout beats everything", Evidence{TimedOut: true, Timeout: 3 * time.Second, Signal: syscall.SIGTERM, Events: midRun,
+		{"ok", evidence{Events: okResult}, ClassOK, ""},
+		{"checks failed", evidence{ExitCode: 1, Events: failed}, ClassChecksFailed, "worker 1: bad (and 1 more)"},
+		{"timeout beats everything", evidence{TimedOut: true, Timeout: 3 * time.Second, Signal: syscall.SIGTERM, Events: midRun,
 			Stderr: StderrSigns{Assertion: "failed assertion x"}},
 			ClassTimeout, "no exit within 3s; killed the process group; 1 iterations done, 0 workers finished; worker 1 finished iteration 4"},
-		{"assertion beats the signal it raises", Evidence{Signal: syscall.SIGABRT, ExitCode: -1,
+		{"assertion beats the signal it raises", evidence{Signal: syscall.SIGABRT, ExitCode: -1,
 			Stderr: StderrSigns{Assertion: "-[X y]: failed assertion `z'"}}, ClassAssertion, "-[X y]: failed assertion `z'"},
-		{"objc exception", Evidence{Signal: syscall.SIGABRT, Stderr: StderrSigns{Exception: "*** Terminating app due to uncaught exception 'NSInvalidArgumentException'"}},
+		{"objc exception", evidence{Signal: syscall.SIGABRT, Stderr: StderrSigns{Exception: "*** Terminating app due to uncaught exception 'NSInvalidArgumentException'"}},
 			ClassException, "NSInvalidArgumentException"},
-		{"go panic", Evidence{ExitCode: 2, Events: midRun, Stderr: StderrSigns{Panic: "panic: boom", Signal: "SIGSEGV"}},
+		{"go panic", evidence{ExitCode: 2, Events: midRun, Stderr: StderrSigns{Panic: "panic: boom", Signal: "SIGSEGV"}},
 			ClassPanic, "panic: boom; 1 iterations done"},
-		{"signal in foreign code reported by the runtime", Evidence{ExitCode: 2, Stderr: StderrSigns{
+		{"signal in foreign code reported by the runtime", evidence{ExitCode: 2, Stderr: StderrSigns{
 			Fatal: "fatal error: unexpected signal during runtime execution", Signal: "SIGBUS",
 			SignalLine: "[signal SIGBUS: bus error code=0x1 addr=0x0 pc=0x1]"}},
 			ClassSignal, "SIGBUS reported by the Go runtime ([signal SIGBUS: bus error"},
-		{"killed by signal", Evidence{ExitCode: -1, Signal: syscall.SIGSEGV, Events: midRun[:2]},
+		{"killed by signal", evidence{ExitCode: -1, Signal: syscall.SIGSEGV, Events: midRun[:2]},
 			ClassSignal, "killed by SIGSEGV; during setup (2 workers ready)"},
-		{"runtime fatal error", Evidence{ExitCode: 2, Stderr: StderrSigns{Fatal: "fatal error: concurrent map writes"}},
+		{"runtime fatal error", evidence{ExitCode: 2, Stderr: StderrSigns{Fatal: "fatal error: concurrent map writes"}},
 			ClassPanic, "fatal error: concurrent map writes; before any protocol line"},
-		{"error event", Evidence{ExitCode: 5, Events: []Event{{Type: EventHello}, {Type: EventError, Message: "no device"}}},
+		{"error event", evidence{ExitCode: 5, Events: []Event{{Type: EventHello}, {Type: EventError, Message: "no device"}}},
 			ClassError, "exit status 5: no device"},
-		{"no result", Evidence{ExitCode: 0, Events: midRun, Torn: `{"v":1,"ty`}, ClassError,
+		{"no result", evidence{ExitCode: 0, Events: midRun, Torn: `{"v":1,"ty`}, ClassError,
 			`exit status 0 without a result line; 1 iterations done, 0 workers finished; worker 1 finished iteration 4; last line torn: "{\"v\":1,\"ty"`},
-		{"ok result but bad exit", Evidence{ExitCode: 3, Events: okResult}, ClassError, "result ok but exit status 3"},
-		{"failed result with error event and odd exit", Evidence{ExitCode: 3, Events: append([]Event{{Type: EventError, Message: "write failed"}}, failed...)},
+		{"ok result but bad exit", evidence{ExitCode: 3, Events: okResult}, ClassError, "result ok but exit status 3"},
+		{"failed result with error event and odd exit", evidence{ExitCode: 3, Events: append([]Event{{Type: EventError, Message: "write failed"}}, failed...)},
 			ClassError, "worker 1: bad"},
-		{"failed result without failures", Evidence{ExitCode: 1, Events: []Event{{Type: EventResult, Result: &Summary{}}}},
+		{"failed result without failures", evidence{ExitCode: 1, Events: []Event{{Type: EventResult, Result: &Summary{}}}},
 			ClassChecksFailed, "checks failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			have, detail := Classify(tt.ev)
+			have, detail := classify(tt.ev)
 			if have != tt.want || !strings.Contains(detail, tt.wantDetail) {
 				t.Errorf("have %s %q, want %s containing %q", have, detail, tt.want, tt.wantDetail)
 			}
@@ -72,8 +72,8 @@ func TestPasses(t *testing.T) {
 		{KindHandlerAfterCommit, ClassSignal, false},
 	}
 	for _, tt := range tests {
-		if have := Passes(tt.kind, tt.c); have != tt.want {
-			t.Errorf("Passes(%s, %s) = %v, want %v", tt.kind, tt.c, have, tt.want)
+		if have := passes(tt.kind, tt.c); have != tt.want {
+			t.Errorf("passes(%s, %s) = %v, want %v", tt.kind, tt.c, have, tt.want)
 		}
 	}
 }
@@ -91,7 +91,7 @@ func TestStderrSigns(t *testing.T) {
 		"*** Terminating app due to uncaught exception 'NSRangeException'",
 		"goroutine 1 [running]:",
 	}, "\n")
-	l := &StderrLog{}
+	l := &stderrLog{}
 	for i := 0; i < len(stderr); i += 13 {
 		l.Write([]byte(stderr[i:min(i+13, len(stderr))]))
 	}
@@ -122,8 +122,8 @@ func TestStderrSigns(t *testing.T) {
 func TestSignalName(t *testing.T) {
 	for sig, want := range map[syscall.Signal]string{syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS",
 		syscall.SIGABRT: "SIGABRT", syscall.SIGKILL: "SIGKILL", syscall.Signal(77): "signal 77"} {
-		if have := SignalName(sig); have != want {
-			t.Errorf("SignalName(%d) = %q, want %q", int(sig), have, want)
+		if have := signalName(sig); have != want {
+			t.Errorf("signalName(%d) = %q, want %q", int(sig), have, want)
 		}
 	}
 }

@@ -10,13 +10,13 @@
 //     cross-compiles from Linux; Fake implements it in memory for tests.
 //   - RunChild is the body of a probe child process: N workers, each on its own locked
 //     OS thread and released together by a barrier, submit kernels that write
-//     Expected(worker, iteration, index) into their own buffers, and check every word
+//     expected(worker, iteration, index) into their own buffers, and check every word
 //     afterwards (cross-talk names its writer). Negative controls break Metal's rules on
 //     purpose and must be aborted by Metal. The child streams its progress as JSON lines
 //     (Event) on stdout.
 //   - Runner starts one child per Scenario through internal/run (own process group, time
 //     limit, log file), reads its events tolerantly (a torn last line is evidence, not an
-//     error), and Classify turns exit status, events and stderr into a Class: ok,
+//     error), and classify turns exit status, events and stderr into a Class: ok,
 //     checks-failed, timeout, metal-assertion, objc-exception, signal, panic or error.
 //
 // The package never prints; callers get Outcomes and a Report. docs/probe.md explains how

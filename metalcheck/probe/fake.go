@@ -45,25 +45,25 @@ type FakeFaults struct {
 	Permissive bool
 }
 
-// AssertionError is a misuse the Fake detected where Metal's validation layer would abort.
+// assertionError is a misuse the Fake detected where Metal's validation layer would abort.
 // It is only returned when Fake.OnAssertion is set; otherwise the Fake panics with Msg.
-type AssertionError struct{ Msg string }
+type assertionError struct{ Msg string }
 
-func (e *AssertionError) Error() string { return e.Msg }
+func (e *assertionError) Error() string { return e.Msg }
 
 // errFakeAbort is what the Fake panics with after writing an assertion message.
 var errFakeAbort = errors.New("fake backend: aborting after a failed assertion")
 
 // Fake is an in-memory Backend for tests and for running the probe's machinery where there
 // is no Metal. Its "GPU" runs each committed command buffer on a goroutine, one at a time
-// per queue, writes the kernel's values (KernelSource) into the buffers, then calls the
+// per queue, writes the kernel's values (kernelSource) into the buffers, then calls the
 // completed handlers off the submitting thread, as Metal does. Like Metal's validation
 // layer it checks the rules the probe's negative controls break and reports each breach
 // with a message containing "failed assertion".
 type Fake struct {
 	Faults FakeFaults
 	// OnAssertion, when set, sees each assertion message, and the call that breached the
-	// rule returns an *AssertionError. When nil the Fake writes the message on Stderr and
+	// rule returns an *assertionError. When nil the Fake writes the message on Stderr and
 	// panics, ending the process the way a Metal assertion does.
 	OnAssertion func(msg string)
 	// Stderr receives assertion messages when OnAssertion is nil; nil means os.Stderr.
@@ -90,8 +90,8 @@ func (f *Fake) Assertions() []string {
 // Live counts objects created and not yet released; zero after a clean run.
 func (f *Fake) Live() int64 { return f.live.Load() }
 
-// OpenPools counts pools opened and not yet drained; zero after a clean run.
-func (f *Fake) OpenPools() int64 { return f.pools.Load() }
+// openPools counts pools opened and not yet drained; zero after a clean run.
+func (f *Fake) openPools() int64 { return f.pools.Load() }
 
 func (f *Fake) assert(msg string) error {
 	f.mu.Lock()
@@ -107,7 +107,7 @@ func (f *Fake) assert(msg string) error {
 		panic(errFakeAbort)
 	}
 	on(msg)
-	return &AssertionError{Msg: msg}
+	return &assertionError{Msg: msg}
 }
 
 // Device implements Backend.
@@ -293,11 +293,11 @@ func (c *fakeCB) execute(work []fakeDispatch) {
 		}
 		d.out.mu.Lock()
 		for i := uint32(0); i < d.params.Count; i++ {
-			d.out.data[i] = Expected(d.params.Worker, d.params.Iteration, i)
+			d.out.data[i] = expected(d.params.Worker, d.params.Iteration, i)
 		}
 		if ct := f.Faults.CrossTalk; ct != nil && ct.Victim.Worker == int(d.params.Worker) &&
 			ct.Victim.Iteration == int(d.params.Iteration) && ct.Index >= 0 && ct.Index < int(d.params.Count) {
-			d.out.data[ct.Index] = Expected(uint32(ct.Writer.Worker), uint32(ct.Writer.Iteration), uint32(ct.Index))
+			d.out.data[ct.Index] = expected(uint32(ct.Writer.Worker), uint32(ct.Writer.Iteration), uint32(ct.Index))
 		}
 		d.out.mu.Unlock()
 	}

@@ -7,12 +7,12 @@ import (
 )
 
 // TestKernelMatchesExpected reads the three multipliers out of the Metal source and checks
-// that Expected uses the same ones, so the GPU's values and the check cannot drift apart.
+// that expected uses the same ones, so the GPU's values and the check cannot drift apart.
 func TestKernelMatchesExpected(t *testing.T) {
 	re := regexp.MustCompile(`out\[i\] = \(\(p\.worker \+ 1u\) \* (\d+)u\) \^ \(\(p\.iteration \+ 1u\) \* (\d+)u\) \^ \(i \* (\d+)u\);`)
-	m := re.FindStringSubmatch(KernelSource)
+	m := re.FindStringSubmatch(kernelSource)
 	if m == nil {
-		t.Fatalf("kernel source no longer has the expected expression:\n%s", KernelSource)
+		t.Fatalf("kernel source no longer has the expected expression:\n%s", kernelSource)
 	}
 	var k [3]uint32
 	for j := range k {
@@ -25,8 +25,8 @@ func TestKernelMatchesExpected(t *testing.T) {
 	for _, c := range [][3]uint32{{0, 0, 0}, {1, 2, 3}, {15, 49, 4095}, {255, 999999, 1 << 21}, {7, 0, 100}} {
 		w, it, i := c[0], c[1], c[2]
 		want := ((w + 1) * k[0]) ^ ((it + 1) * k[1]) ^ (i * k[2])
-		if have := Expected(w, it, i); have != want {
-			t.Errorf("Expected(%d, %d, %d) = %#x, the kernel writes %#x", w, it, i, have, want)
+		if have := expected(w, it, i); have != want {
+			t.Errorf("expected(%d, %d, %d) = %#x, the kernel writes %#x", w, it, i, have, want)
 		}
 	}
 }
@@ -39,14 +39,14 @@ func TestWhoWrote(t *testing.T) {
 		want              Origin
 		wantOK            bool
 	}{
-		{"another worker", Expected(3, 7, 11), 11, 8, 0, 50, Origin{3, 7}, true},
-		{"stale own value", Expected(0, 4, 0), 0, 8, 0, 50, Origin{0, 4}, true},
-		{"outside the window", Expected(3, 7, 11), 11, 8, 10, 50, Origin{}, false},
+		{"another worker", expected(3, 7, 11), 11, 8, 0, 50, Origin{3, 7}, true},
+		{"stale own value", expected(0, 4, 0), 0, 8, 0, 50, Origin{0, 4}, true},
+		{"outside the window", expected(3, 7, 11), 11, 8, 10, 50, Origin{}, false},
 		{"zero is nobody's", 0, 5, 4, 0, 10, Origin{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			have, ok := WhoWrote(tt.have, tt.index, tt.workers, tt.from, tt.to)
+			have, ok := whoWrote(tt.have, tt.index, tt.workers, tt.from, tt.to)
 			if ok != tt.wantOK || have != tt.want {
 				t.Errorf("have %+v %v, want %+v %v", have, ok, tt.want, tt.wantOK)
 			}
@@ -54,15 +54,15 @@ func TestWhoWrote(t *testing.T) {
 	}
 }
 
-// Expected must differ between neighbouring workers and iterations at every index, or
+// expected must differ between neighbouring workers and iterations at every index, or
 // cross-talk between them would pass the check unseen.
 func TestExpectedSeparatesNeighbours(t *testing.T) {
 	for i := uint32(0); i < 4096; i++ {
 		for w := uint32(0); w < 16; w++ {
 			for it := uint32(0); it < 4; it++ {
-				v := Expected(w, it, i)
-				if v == Expected(w+1, it, i) || v == Expected(w, it+1, i) {
-					t.Fatalf("Expected(%d, %d, %d) equals a neighbour's value", w, it, i)
+				v := expected(w, it, i)
+				if v == expected(w+1, it, i) || v == expected(w, it+1, i) {
+					t.Fatalf("expected(%d, %d, %d) equals a neighbour's value", w, it, i)
 				}
 			}
 		}

@@ -35,7 +35,7 @@ func testChild(mode string, args []string) int {
 		return 2
 	}
 	em := NewEmitter(os.Stdout)
-	hello := func() { em.Emit(Event{Type: EventHello, Scenario: s.Spec(), PID: os.Getpid()}) }
+	hello := func() { em.Emit(Event{Type: EventHello, Scenario: s.spec(), PID: os.Getpid()}) }
 	fake := func(f FakeFaults) int {
 		switch err := RunChild(context.Background(), NewFake(f), s, em); {
 		case err == nil:

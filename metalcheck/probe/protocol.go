@@ -9,8 +9,8 @@ import (
 	"sync"
 )
 
-// ProtocolVersion is the "v" of every child line. A parent refuses other versions.
-const ProtocolVersion = 1
+// protocolVersion is the "v" of every child line. A parent refuses other versions.
+const protocolVersion = 1
 
 // Event types a child writes, one JSON object per line on stdout, in this order:
 // hello, device, then for stress runs ready (per worker), go, iter (per worker and
@@ -57,24 +57,24 @@ type Summary struct {
 	Failures  []string `json:"failures,omitempty"`
 }
 
-// ErrNotEvent marks a stdout line that is not a protocol line at all (for example
+// errNotEvent marks a stdout line that is not a protocol line at all (for example
 // something a framework printed); the parent keeps such lines as noise.
-var ErrNotEvent = errors.New("not a probe event")
+var errNotEvent = errors.New("not a probe event")
 
-// ParseLine decodes one protocol line. Surrounding white space is ignored. A line that does
-// not start with '{' is ErrNotEvent; a JSON object of another version, of an unknown type,
+// parseLine decodes one protocol line. Surrounding white space is ignored. A line that does
+// not start with '{' is errNotEvent; a JSON object of another version, of an unknown type,
 // or without the payload its type needs is an error naming what is wrong.
-func ParseLine(line []byte) (Event, error) {
+func parseLine(line []byte) (Event, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
-		return Event{}, ErrNotEvent
+		return Event{}, errNotEvent
 	}
 	var e Event
 	if err := json.Unmarshal(line, &e); err != nil {
 		return Event{}, fmt.Errorf("parse probe line: %w", err)
 	}
-	if e.V != ProtocolVersion {
-		return Event{}, fmt.Errorf("parse probe line: protocol version %d, want %d", e.V, ProtocolVersion)
+	if e.V != protocolVersion {
+		return Event{}, fmt.Errorf("parse probe line: protocol version %d, want %d", e.V, protocolVersion)
 	}
 	if !eventTypes[e.Type] {
 		return Event{}, fmt.Errorf("parse probe line: unknown event type %q", e.Type)
@@ -107,7 +107,7 @@ func NewEmitter(w io.Writer) *Emitter { return &Emitter{w: w} }
 // Emit writes e, filling in the protocol version. The first write error is kept and
 // returned by Err; later events are dropped.
 func (em *Emitter) Emit(e Event) {
-	e.V = ProtocolVersion
+	e.V = protocolVersion
 	b, err := json.Marshal(e)
 	if err != nil {
 		// Every field of Event marshals; this would be a programming error.
@@ -201,12 +201,12 @@ func (l *EventLog) Write(p []byte) (int, error) {
 }
 
 func (l *EventLog) takeLine(line []byte) (Event, bool) {
-	e, err := ParseLine(line)
+	e, err := parseLine(line)
 	switch {
 	case err == nil:
 		l.events = append(l.events, e)
 		return e, true
-	case errors.Is(err, ErrNotEvent):
+	case errors.Is(err, errNotEvent):
 		if len(bytes.TrimSpace(line)) > 0 && len(l.noise) < maxKeptLines {
 			l.noise = append(l.noise, string(line))
 		}
@@ -228,7 +228,7 @@ func (l *EventLog) Close() error {
 	if len(rest) == 0 {
 		return nil
 	}
-	if e, err := ParseLine(rest); err == nil {
+	if e, err := parseLine(rest); err == nil {
 		l.events = append(l.events, e)
 		return nil
 	}

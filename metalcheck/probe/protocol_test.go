@@ -14,7 +14,7 @@ func TestParseLine(t *testing.T) {
 		name    string
 		line    string
 		want    Event
-		wantErr string // substring; "not-event" means ErrNotEvent
+		wantErr string // substring; "not-event" means errNotEvent
 	}{
 		{name: "hello", line: `{"v":1,"type":"hello","scenario":"kind=info","pid":42}`,
 			want: Event{V: 1, Type: EventHello, Scenario: "kind=info", PID: 42}},
@@ -38,11 +38,11 @@ func TestParseLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			have, err := ParseLine([]byte(tt.line))
+			have, err := parseLine([]byte(tt.line))
 			switch {
 			case tt.wantErr == "not-event":
-				if !errors.Is(err, ErrNotEvent) {
-					t.Errorf("have %v, want ErrNotEvent", err)
+				if !errors.Is(err, errNotEvent) {
+					t.Errorf("have %v, want errNotEvent", err)
 				}
 			case tt.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -149,7 +149,7 @@ func FuzzParseLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		e, err := ParseLine(line)
+		e, err := parseLine(line)
 		if err != nil {
 			return
 		}
@@ -157,7 +157,7 @@ func FuzzParseLine(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted event does not marshal: %v", err)
 		}
-		again, err := ParseLine(b)
+		again, err := parseLine(b)
 		if err != nil {
 			t.Fatalf("re-encoded event %s does not parse: %v", b, err)
 		}
@@ -171,7 +171,7 @@ func FuzzParseLine(f *testing.F) {
 		l.Write(line)
 		l.Close()
 		if len(l.Events()) != 1 {
-			t.Fatalf("EventLog did not take the line ParseLine accepted")
+			t.Fatalf("EventLog did not take the line parseLine accepted")
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 // Runner runs scenarios, each in a child process, so that a crash inside Metal is a
 // classified outcome rather than the end of mpspatch.
 type Runner struct {
-	// Argv returns the child's command line for a scenario spec (Scenario.Spec). The child
+	// Argv returns the child's command line for a scenario spec (Scenario.spec). The child
 	// must run RunChild for that spec and write its events on stdout.
 	Argv func(spec string) []string
 	// Env is the child's whole environment; nil means this process's environment plus
@@ -36,7 +36,7 @@ type Outcome struct {
 	Scenario Scenario `json:"scenario"`
 	Name     string   `json:"name"`
 	Class    Class    `json:"class"`
-	// Pass applies the scenario's rule to Class (see Passes).
+	// Pass applies the scenario's rule to Class (see passes).
 	Pass     bool   `json:"pass"`
 	Detail   string `json:"detail,omitempty"`
 	ExitCode int    `json:"exit_code"`
@@ -59,8 +59,8 @@ type Outcome struct {
 	Log   string   `json:"log,omitempty"`
 }
 
-// DefaultEnv is the child environment Runner uses when Env is nil.
-func DefaultEnv() []string {
+// defaultEnv is the child environment Runner uses when Env is nil.
+func defaultEnv() []string {
 	return append(os.Environ(), "MTL_DEBUG_LAYER=1")
 }
 
@@ -75,15 +75,15 @@ func (r *Runner) Run(ctx context.Context, s Scenario) Outcome {
 	}
 	env := r.Env
 	if env == nil {
-		env = DefaultEnv()
+		env = defaultEnv()
 	}
 	events := &EventLog{}
 	if r.OnEvent != nil {
 		events.OnEvent = func(e Event) { r.OnEvent(s, e) }
 	}
-	stderr := &StderrLog{}
+	stderr := &stderrLog{}
 	cmd := run.Cmd{
-		Argv:      r.Argv(s.Spec()),
+		Argv:      r.Argv(s.spec()),
 		Env:       env,
 		Stdout:    events,
 		Stderr:    stderr,
@@ -115,18 +115,18 @@ func (r *Runner) Run(ctx context.Context, s Scenario) Outcome {
 		return out
 	}
 
-	ev := Evidence{
+	ev := evidence{
 		Kind: s.Kind, ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
 		Timeout: r.Timeout, Events: events.Events(), Torn: events.Torn(), Stderr: stderr.Signs(),
 	}
-	out.Class, out.Detail = Classify(ev)
-	out.Pass = Passes(s.Kind, out.Class)
+	out.Class, out.Detail = classify(ev)
+	out.Pass = passes(s.Kind, out.Class)
 	out.ExitCode = res.ExitCode
 	switch {
 	case ev.Stderr.Signal != "":
 		out.Signal = ev.Stderr.Signal
 	case res.Signal != 0:
-		out.Signal = SignalName(res.Signal)
+		out.Signal = signalName(res.Signal)
 	}
 	out.TimedOut = res.TimedOut
 	out.ElapsedMS = res.Duration.Milliseconds()
@@ -165,8 +165,8 @@ type Report struct {
 	LogDir string `json:"log_dir,omitempty"`
 }
 
-// RunAll runs the scenarios one after another. It stops early only when ctx is done.
-func (r *Runner) RunAll(ctx context.Context, scenarios []Scenario) Report {
+// runAll runs the scenarios one after another. It stops early only when ctx is done.
+func (r *Runner) runAll(ctx context.Context, scenarios []Scenario) Report {
 	rep := Report{LogDir: r.LogDir}
 	for _, s := range scenarios {
 		if ctx.Err() != nil {
@@ -194,5 +194,5 @@ func (rep *Report) Add(o Outcome) {
 // Slug is a file-name-safe form of the scenario.
 func (s Scenario) Slug() string {
 	r := strings.NewReplacer("=", "", ",", "-", "kind", "", "threads", "t", "iterations", "i", "queues", "", "words", "w")
-	return strings.Trim(r.Replace(s.Spec()), "-")
+	return strings.Trim(r.Replace(s.spec()), "-")
 }

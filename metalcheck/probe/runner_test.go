@@ -165,7 +165,7 @@ func TestRunnerClassifiesRealChildren(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read child log: %v", err)
 			}
-			if !strings.Contains(string(log), tt.scenario.Spec()) {
+			if !strings.Contains(string(log), tt.scenario.spec()) {
 				t.Errorf("log %s does not record the command line", o.Log)
 			}
 			if tt.check != nil {
@@ -192,7 +192,7 @@ func TestRunAllReport(t *testing.T) {
 		}
 	}
 	ss := []Scenario{{Kind: KindInfo}, stress4x3, afterCommit}
-	rep := r.RunAll(context.Background(), ss)
+	rep := r.runAll(context.Background(), ss)
 	if !rep.Pass || rep.Passed != 3 || rep.Failed != 0 {
 		t.Fatalf("have pass %v %d/%d, want all 3 passing: %+v", rep.Pass, rep.Passed, rep.Failed, rep.Outcomes)
 	}
@@ -205,7 +205,7 @@ func TestRunAllReport(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if rep := r.RunAll(ctx, ss); len(rep.Outcomes) != 0 {
+	if rep := r.runAll(ctx, ss); len(rep.Outcomes) != 0 {
 		t.Errorf("have %d outcomes after cancel, want none", len(rep.Outcomes))
 	}
 }
@@ -218,7 +218,7 @@ func childPID(t *testing.T, o Outcome) int {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if e, err := ParseLine([]byte(line)); err == nil && e.Type == EventHello {
+		if e, err := parseLine([]byte(line)); err == nil && e.Type == EventHello {
 			return e.PID
 		}
 	}

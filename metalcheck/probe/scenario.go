@@ -40,9 +40,9 @@ const (
 
 // Limits on a scenario; a spec outside them is refused before anything starts.
 const (
-	MaxThreads    = 256
-	MaxIterations = 1_000_000
-	MaxWords      = 1 << 22
+	maxThreads    = 256
+	maxIterations = 1_000_000
+	maxWords      = 1 << 22
 	// DefaultWords is the length of each worker's buffer in 32-bit words.
 	DefaultWords = 4096
 )
@@ -72,8 +72,8 @@ func (s Scenario) Name() string {
 	return string(s.Kind)
 }
 
-// Spec encodes the scenario for the child's command line; ParseScenario reverses it.
-func (s Scenario) Spec() string {
+// spec encodes the scenario for the child's command line; ParseScenario reverses it.
+func (s Scenario) spec() string {
 	if s.Kind == KindInfo {
 		return "kind=info"
 	}
@@ -88,7 +88,7 @@ func (s Scenario) Spec() string {
 	return strings.Join(parts, ",")
 }
 
-// ParseScenario decodes a spec written by Scenario.Spec: comma-separated key=value pairs
+// ParseScenario decodes a spec written by Scenario.spec: comma-separated key=value pairs
 // with keys kind, threads, iterations, queues and words. Missing keys take defaults
 // (per-thread queues, DefaultWords); the result is validated.
 func ParseScenario(spec string) (Scenario, error) {
@@ -133,7 +133,7 @@ func ParseScenario(spec string) (Scenario, error) {
 			s.Words = DefaultWords
 		}
 	}
-	if err := s.Validate(); err != nil {
+	if err := s.validate(); err != nil {
 		return s, fmt.Errorf("parse scenario %q: %w", spec, err)
 	}
 	return s, nil
@@ -147,8 +147,8 @@ func parseCount(v string) (int, error) {
 	return n, nil
 }
 
-// Validate checks that the scenario can be run.
-func (s Scenario) Validate() error {
+// validate checks that the scenario can be run.
+func (s Scenario) validate() error {
 	switch s.Kind {
 	case KindInfo:
 		if s.Threads != 0 || s.Iterations != 0 || s.Queues != "" || s.Words != 0 {
@@ -159,20 +159,20 @@ func (s Scenario) Validate() error {
 	default:
 		return fmt.Errorf("unknown kind %q (want info, stress, %s or %s)", s.Kind, KindSharedCommandBuffer, KindHandlerAfterCommit)
 	}
-	if s.Threads < 1 || s.Threads > MaxThreads {
-		return fmt.Errorf("threads %d out of range 1..%d", s.Threads, MaxThreads)
+	if s.Threads < 1 || s.Threads > maxThreads {
+		return fmt.Errorf("threads %d out of range 1..%d", s.Threads, maxThreads)
 	}
 	if s.Kind == KindSharedCommandBuffer && s.Threads < 2 {
 		return fmt.Errorf("a shared command buffer needs at least 2 threads, have %d", s.Threads)
 	}
-	if s.Iterations < 1 || s.Iterations > MaxIterations {
-		return fmt.Errorf("iterations %d out of range 1..%d", s.Iterations, MaxIterations)
+	if s.Iterations < 1 || s.Iterations > maxIterations {
+		return fmt.Errorf("iterations %d out of range 1..%d", s.Iterations, maxIterations)
 	}
 	if s.Queues != QueuesPerThread && s.Queues != QueuesShared {
 		return fmt.Errorf("queues %q: want %q or %q", s.Queues, QueuesPerThread, QueuesShared)
 	}
-	if s.Words < 1 || s.Words > MaxWords {
-		return fmt.Errorf("words %d out of range 1..%d", s.Words, MaxWords)
+	if s.Words < 1 || s.Words > maxWords {
+		return fmt.Errorf("words %d out of range 1..%d", s.Words, maxWords)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func Matrix(threads []int, iterations int, queues QueueMode, controls bool) ([]S
 	var out []Scenario
 	for _, t := range ts {
 		s := Scenario{Kind: KindStress, Threads: t, Iterations: iterations, Queues: queues, Words: DefaultWords}
-		if err := s.Validate(); err != nil {
+		if err := s.validate(); err != nil {
 			return nil, fmt.Errorf("probe matrix: %w", err)
 		}
 		out = append(out, s)

@@ -57,9 +57,9 @@ func TestMatrix(t *testing.T) {
 	var names []string
 	for _, s := range have {
 		names = append(names, s.Name())
-		back, err := ParseScenario(s.Spec())
+		back, err := ParseScenario(s.spec())
 		if err != nil || back != s {
-			t.Errorf("spec %q does not round-trip: %+v, %v", s.Spec(), back, err)
+			t.Errorf("spec %q does not round-trip: %+v, %v", s.spec(), back, err)
 		}
 	}
 	want := []string{
@@ -104,7 +104,7 @@ func TestSlugsAreDistinctFileNames(t *testing.T) {
 }
 
 // FuzzParseScenario: the child parses a spec from its command line. It must never panic,
-// and an accepted spec must be valid and round-trip through Spec.
+// and an accepted spec must be valid and round-trip through spec.
 func FuzzParseScenario(f *testing.F) {
 	for _, s := range []string{"kind=info", "kind=stress,threads=8,iterations=50,queues=per-thread,words=4096",
 		"kind=control-shared-command-buffer,threads=4,iterations=1,queues=shared", "kind=stress,threads=-1",
@@ -116,12 +116,12 @@ func FuzzParseScenario(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := s.Validate(); err != nil {
+		if err := s.validate(); err != nil {
 			t.Fatalf("accepted %q but it is invalid: %v", spec, err)
 		}
-		back, err := ParseScenario(s.Spec())
+		back, err := ParseScenario(s.spec())
 		if err != nil || back != s {
-			t.Fatalf("%q -> %+v -> %q -> %+v, %v", spec, s, s.Spec(), back, err)
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", spec, s, s.spec(), back, err)
 		}
 	})
 }

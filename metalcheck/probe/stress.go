@@ -26,8 +26,8 @@ type WorkerResult struct {
 	HandlerFaults []string `json:"handler_faults,omitempty"`
 }
 
-// OK says whether the worker finished every iteration cleanly.
-func (r WorkerResult) OK(iterations int) bool {
+// ok says whether the worker finished every iteration cleanly.
+func (r WorkerResult) ok(iterations int) bool {
 	return r.Error == "" && r.Mismatch == nil && len(r.HandlerFaults) == 0 &&
 		r.Iterations == iterations && r.Handlers == iterations
 }
@@ -55,10 +55,10 @@ func (m Mismatch) String() string {
 	return s
 }
 
-// HandlerGrace is how long a worker waits, after its last iteration, for completed
+// handlerGrace is how long a worker waits, after its last iteration, for completed
 // handlers still in flight. Metal runs them on its own threads and does not promise they
 // have run when waitUntilCompleted returns.
-var HandlerGrace = 10 * time.Second
+var handlerGrace = 10 * time.Second
 
 // whoWroteBudget bounds the search for the origin of a wrong value.
 const whoWroteBudget = 1 << 20
@@ -74,7 +74,7 @@ func RunChild(ctx context.Context, b Backend, s Scenario, em *Emitter) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
-	em.Emit(Event{Type: EventHello, Scenario: s.Spec(), PID: os.Getpid()})
+	em.Emit(Event{Type: EventHello, Scenario: s.spec(), PID: os.Getpid()})
 	info, err := b.Device()
 	if err != nil {
 		err = fmt.Errorf("probe device: %w", err)
@@ -127,7 +127,7 @@ func (r WorkerResult) failures(iterations int) []string {
 	for _, f := range r.HandlerFaults {
 		out = append(out, fmt.Sprintf("%s: %s", pre, f))
 	}
-	if len(out) == 0 && !r.OK(iterations) {
+	if len(out) == 0 && !r.ok(iterations) {
 		out = append(out, fmt.Sprintf("%s: finished %d of %d iterations, %d handlers ran",
 			pre, r.Iterations, iterations, r.Handlers))
 	}
@@ -253,7 +253,7 @@ func stressWorker(ctx context.Context, b Backend, s Scenario, w int, shared Queu
 	}
 
 	// Wait for the handlers that are still in flight, then account for every one.
-	timer := time.NewTimer(HandlerGrace)
+	timer := time.NewTimer(handlerGrace)
 	defer timer.Stop()
 wait:
 	for got := 0; got < added; got++ {
@@ -269,7 +269,7 @@ wait:
 			res.Handlers++
 		case n == 0:
 			res.HandlerFaults = append(res.HandlerFaults,
-				fmt.Sprintf("completed handler of iteration %d never ran (waited %s)", it, HandlerGrace))
+				fmt.Sprintf("completed handler of iteration %d never ran (waited %s)", it, handlerGrace))
 		default:
 			res.Handlers++
 			res.HandlerFaults = append(res.HandlerFaults,
@@ -300,7 +300,7 @@ func workerSetup(b Backend, s Scenario, shared Queue) (Queue, Buffer, error) {
 // stressIteration does one submission. handlerAdded reports whether the completed handler
 // was registered, so the caller knows to expect it.
 func stressIteration(b Backend, q Queue, buf Buffer, p Params, handler func()) (handlerAdded bool, err error) {
-	pl, err := b.Compile(KernelSource, KernelName)
+	pl, err := b.Compile(kernelSource, kernelName)
 	if err != nil {
 		return false, fmt.Errorf("compile kernel: %w", err)
 	}
@@ -329,7 +329,7 @@ func stressIteration(b Backend, q Queue, buf Buffer, p Params, handler func()) (
 func check(data []uint32, w, it int, s Scenario) *Mismatch {
 	var m *Mismatch
 	for i, have := range data {
-		want := Expected(uint32(w), uint32(it), uint32(i))
+		want := expected(uint32(w), uint32(it), uint32(i))
 		if have == want {
 			continue
 		}
@@ -337,7 +337,7 @@ func check(data []uint32, w, it int, s Scenario) *Mismatch {
 			m = &Mismatch{Iteration: it, Index: i, Have: have, Want: want}
 			span := max(whoWroteBudget/max(s.Threads, 1), 1)
 			from, to := max(it-span/2, 0), min(it+span/2+1, s.Iterations)
-			if o, ok := WhoWrote(have, uint32(i), s.Threads, from, to); ok {
+			if o, ok := whoWrote(have, uint32(i), s.Threads, from, to); ok {
 				m.WrittenBy = &o
 			}
 		}
@@ -359,7 +359,7 @@ func controlHandlerAfterCommit(b Backend, s Scenario) []string {
 	}
 	defer q.Release()
 	defer buf.Release()
-	pl, err := b.Compile(KernelSource, KernelName)
+	pl, err := b.Compile(kernelSource, kernelName)
 	if err != nil {
 		return []string{fmt.Sprintf("compile kernel: %v", err)}
 	}
@@ -397,7 +397,7 @@ func controlSharedCommandBuffer(ctx context.Context, b Backend, s Scenario) []st
 		return []string{fmt.Sprintf("create command buffer: %v", err)}
 	}
 	defer cb.Release()
-	pl, err := b.Compile(KernelSource, KernelName)
+	pl, err := b.Compile(kernelSource, kernelName)
 	if err != nil {
 		return []string{fmt.Sprintf("compile kernel: %v", err)}
 	}

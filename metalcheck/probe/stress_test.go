@@ -20,7 +20,7 @@ func runFake(t *testing.T, s Scenario, faults FakeFaults) (error, []Event, *Fake
 	err := RunChild(context.Background(), f, s, NewEmitter(&out))
 	var events []Event
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		e, perr := ParseLine([]byte(line))
+		e, perr := parseLine([]byte(line))
 		if perr != nil {
 			t.Fatalf("child wrote a line the parent cannot read: %v: %q", perr, line)
 		}
@@ -68,12 +68,12 @@ func TestStressCleanRuns(t *testing.T) {
 					t.Errorf("have first %s last %s, want hello ... result", events[0].Type, events[len(events)-1].Type)
 				}
 				for w, r := range workersOf(events) {
-					if !r.OK(5) {
+					if !r.ok(5) {
 						t.Errorf("worker %d: %+v", w, r)
 					}
 				}
-				if f.Live() != 0 || f.OpenPools() != 0 {
-					t.Errorf("have %d live objects and %d open pools after the run, want 0 and 0", f.Live(), f.OpenPools())
+				if f.Live() != 0 || f.openPools() != 0 {
+					t.Errorf("have %d live objects and %d open pools after the run, want 0 and 0", f.Live(), f.openPools())
 				}
 				if a := f.Assertions(); len(a) != 0 {
 					t.Errorf("have assertions %q in a correct run", a)
@@ -85,9 +85,9 @@ func TestStressCleanRuns(t *testing.T) {
 
 func TestStressDetectsFaults(t *testing.T) {
 	s := Scenario{Kind: KindStress, Threads: 3, Iterations: 4, Queues: QueuesPerThread, Words: 32}
-	oldGrace := HandlerGrace
-	HandlerGrace = 50 * time.Millisecond
-	t.Cleanup(func() { HandlerGrace = oldGrace })
+	oldGrace := handlerGrace
+	handlerGrace = 50 * time.Millisecond
+	t.Cleanup(func() { handlerGrace = oldGrace })
 	tests := []struct {
 		name   string
 		faults FakeFaults
@@ -99,7 +99,7 @@ func TestStressDetectsFaults(t *testing.T) {
 			faults: FakeFaults{CrossTalk: &CrossTalk{Victim: Point{2, 1}, Writer: Point{0, 3}, Index: 9}},
 			worker: 2,
 			check: func(t *testing.T, r WorkerResult) {
-				want := Mismatch{Iteration: 1, Index: 9, Have: Expected(0, 3, 9), Want: Expected(2, 1, 9), Wrong: 1,
+				want := Mismatch{Iteration: 1, Index: 9, Have: expected(0, 3, 9), Want: expected(2, 1, 9), Wrong: 1,
 					WrittenBy: &Origin{Worker: 0, Iteration: 3}}
 				if r.Mismatch == nil || *r.Mismatch.WrittenBy != *want.WrittenBy || r.Mismatch.Index != want.Index ||
 					r.Mismatch.Have != want.Have || r.Mismatch.Want != want.Want || r.Mismatch.Wrong != 1 || r.Mismatch.Iteration != 1 {
@@ -146,8 +146,8 @@ func TestStressDetectsFaults(t *testing.T) {
 				t.Fatalf("have result %+v, want a failing one", res)
 			}
 			tt.check(t, workersOf(events)[tt.worker])
-			if f.Live() != 0 || f.OpenPools() != 0 {
-				t.Errorf("have %d live objects and %d open pools after the run, want 0 and 0", f.Live(), f.OpenPools())
+			if f.Live() != 0 || f.openPools() != 0 {
+				t.Errorf("have %d live objects and %d open pools after the run, want 0 and 0", f.Live(), f.openPools())
 			}
 		})
 	}
@@ -219,10 +219,10 @@ func TestFakeEnforcesOrdering(t *testing.T) {
 			f.OnAssertion = func(m string) { msgs = append(msgs, m) }
 			q, _ := f.NewQueue()
 			cb, _ := q.CommandBuffer()
-			p, _ := f.Compile(KernelSource, KernelName)
+			p, _ := f.Compile(kernelSource, kernelName)
 			b, _ := f.NewBuffer(4)
 			err := tt.do(cb, p, b)
-			var ae *AssertionError
+			var ae *assertionError
 			if tt.want == "" {
 				if err != nil || len(msgs) != 0 {
 					t.Errorf("have %v and assertions %q, want neither", err, msgs)
@@ -260,7 +260,7 @@ func TestFakeAssertionPanicsByDefault(t *testing.T) {
 
 func TestFakeCompileFindsTheFunction(t *testing.T) {
 	f := NewFake(FakeFaults{})
-	if _, err := f.Compile(KernelSource, "no_such_kernel"); err == nil || !strings.Contains(err.Error(), `"no_such_kernel"`) {
+	if _, err := f.Compile(kernelSource, "no_such_kernel"); err == nil || !strings.Contains(err.Error(), `"no_such_kernel"`) {
 		t.Errorf("have %v, want an error naming the missing function", err)
 	}
 }
