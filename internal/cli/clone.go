@@ -178,10 +178,11 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	})
 	bar.finish()
 	if err != nil {
+		err = gitError(err)
 		if ctx.Err() == nil {
 			err = fmt.Errorf("%w\nthe unfinished clone in %s is kept: run the same command again to resume it (or remove the directory to start over)", err, dir)
 		}
-		return gitError(err)
+		return err
 	}
 	rep := cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Resumed: resumed,
 		Full: opts.full, Filter: filter, Log: g.LogPath, Seconds: time.Since(started).Seconds()}
@@ -248,13 +249,13 @@ func verifyTag(ctx context.Context, g *gitcli.Git, url, shown, tag, commit strin
 }
 
 // gitError maps git failures: no git is an unsupported environment (exit 5); a failed
-// git command keeps the default failure code with git's message and the log.
+// git command becomes describeGitFailure's sentence, exit code and log.
 func gitError(err error) error {
 	var nf *gitcli.NotFoundError
 	if errors.As(err, &nf) {
 		return withCode(ExitUnsupported, err)
 	}
-	return err
+	return describeGitFailure(err)
 }
 
 // checkEmptyDir accepts a path that does not exist or is an empty directory (apart from

@@ -167,7 +167,7 @@ func TestCloneCommand(t *testing.T) {
 		{"tag moved", []string{"--config", writeConfig(t, url, strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
 			ExitCheckFailed, "tag v-test at " + url + " points at " + pinned + ", but the config pins " + strings.Repeat("0123456789", 4)},
 		{"unknown commit", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
-			ExitCheckFailed, "run the same command again to resume it"},
+			ExitUsage, "the remote origin has no commit " + strings.Repeat("0123456789", 4) + "; check [upstream] commit"},
 		{"http refused", []string{"--config", writeConfigTag(t, "http://example.com/pytorch.git", "", pinned), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
 			ExitUsage, "scheme http is not allowed"},
 		{"another clone there", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", cloned(t, cfg)},
