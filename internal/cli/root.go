@@ -181,7 +181,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	pf := root.PersistentFlags()
 	pf.StringVar(&d.global.configPath, "config", "", "config file (default: ./mpspatch.toml when present, else built-in defaults)")
 	pf.BoolVar(&d.global.json, "json", false, "write results as JSON on stdout")
-	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr")
+	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr, nor the notes on reading a format-patch directory")
 	pf.BoolVarP(&d.global.verbose, "verbose", "v", false, "print the effective environment and every command mpspatch runs on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(ExitUsage, err)
