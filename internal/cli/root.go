@@ -34,6 +34,8 @@ type deps struct {
 	safeOut *safeWriter
 	// helpOut receives cobra's help and usage, mpspatch's own text; nil means d.io.Out.
 	helpOut io.Writer
+	// args are the command line's words after the program name, for -v.
+	args []string
 }
 
 func (d *deps) printer() *printer {
@@ -234,7 +236,7 @@ func NewRootCommand() *cobra.Command {
 // it failed before producing one. Commands get this for free by writing through the
 // printer.
 func Main(ctx context.Context, args []string, stdio IOStreams) int {
-	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
+	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}, args: args}
 	out := stdio.Out
 	// Everything a command writes passes the safe writers (credentials redacted, control
 	// characters escaped); the help text is mpspatch's own and goes out as written.
