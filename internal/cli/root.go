@@ -216,6 +216,10 @@ func (d *deps) outputFormat(flag string, allowed ...string) (string, error) {
 	if !slices.Contains(allowed, format) {
 		return "", usageErrorf("--format %q: want %s", flag, strings.Join(allowed[:len(allowed)-1], ", ")+" or "+allowed[len(allowed)-1])
 	}
+	if d.global.json && format != "json" {
+		// One document on stdout: --json's, or the format's, never a silent choice.
+		return "", usageErrorf("--format %s and --json conflict: --json writes JSON; drop one of them", format)
+	}
 	return format, nil
 }
 
