@@ -198,6 +198,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		for _, name := range commandNames {
 			root.AddCommand(newCommand(d, name))
 		}
+		// Made now rather than by cobra at Execute, so that it gets its examples.
+		root.InitDefaultCompletionCmd()
 	}
 	wireCompletionAndPaths(root)
 	return root
