@@ -6,6 +6,7 @@ import (
 	"html"
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -142,8 +143,12 @@ func scalingChart(rows []ScalingRow, m metric) []byte {
 			plotL-tickLen-3, py, txtCol, formatTick(t))
 	}
 	fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="%s"/>`, plotL, plotT, plotR-plotL, plotB-plotT, axisColour)
-	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle" font-size="12" fill="%s">threads (batched: batch multiple), log₂ scale</text>`,
-		(plotL+plotR)/2, chartH-14, txtCol)
+	xlabel := "threads, log₂ scale"
+	if m.batched && slices.ContainsFunc(rows, func(s ScalingRow) bool { return s.Mode == "batched" }) {
+		xlabel = "threads (batched: batch multiple), log₂ scale"
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle" font-size="12" fill="%s">%s</text>`,
+		(plotL+plotR)/2, chartH-14, txtCol, xlabel)
 	fmt.Fprintf(&b, `<text transform="translate(16 %g) rotate(-90)" text-anchor="middle" font-size="12" fill="%s">%s</text>`,
 		(plotT+plotB)/2, txtCol, html.EscapeString(m.ylabel+axisNote(m)))
 	if m.ideal > 0 && m.ideal >= yaxis.min && m.ideal <= yaxis.max {
@@ -186,8 +191,12 @@ func scalingChart(rows []ScalingRow, m metric) []byte {
 		y += 17
 	}
 	y += 6
-	styles := [][2]string{{"", "patched"}, {dashBaseline, "baseline"}}
-	if m.batched {
+	// Only the styles drawn: a legend that lists a baseline when none ran misleads.
+	styles := [][2]string{{"", "patched"}}
+	if slices.ContainsFunc(rows, func(s ScalingRow) bool { return s.Target == TargetBaseline }) {
+		styles = append(styles, [2]string{dashBaseline, "baseline"})
+	}
+	if m.batched && slices.ContainsFunc(rows, func(s ScalingRow) bool { return s.Mode == "batched" }) {
 		styles = append(styles, [2]string{dashBatched, "batched"})
 	}
 	for _, s := range styles {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,11 +29,14 @@ var reportTmpl = sync.OnceValue(func() *template.Template {
 			}
 		},
 		"reason": signatureReason,
-		"join":   strings.Join,
-		"secs":   func(f float64) string { return fmt.Sprintf("%.2fs", f) },
-		"num":    func(f float64) string { return fmt.Sprintf("%.3g", f) },
-		"fps":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
-		"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		// torch.version.git_version is "Unknown" in builds that did not record it (Debian's).
+		"knownGit":  func(g string) bool { return g != "" && !strings.EqualFold(g, "unknown") },
+		"hasTarget": func(targets []string, t string) bool { return slices.Contains(targets, t) },
+		"join":      strings.Join,
+		"secs":      func(f float64) string { return fmt.Sprintf("%.2fs", f) },
+		"num":       func(f float64) string { return fmt.Sprintf("%.3g", f) },
+		"fps":       func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"pct":       func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"ints": func(v []int) string {
 			if len(v) == 0 {
 				return "suite default"

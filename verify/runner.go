@@ -343,6 +343,10 @@ func (r *runner) runProcess(ctx context.Context, file string, argv []string, rep
 		"PYTHONDONTWRITEBYTECODE=1",
 		"PYTHONFAULTHANDLER=1",
 	)
+	if r.opts.Timeout > 0 {
+		// A test that runs its own children (the boundary finder) keeps each under this.
+		env = append(env, fmt.Sprintf("MPSPATCH_TEST_TIMEOUT=%g", r.opts.Timeout.Seconds()))
+	}
 	stderr := &tailBuffer{max: 256 << 10}
 	stdout := &tailBuffer{max: 64 << 10}
 	pctx, cancel := context.WithCancel(ctx)

@@ -77,7 +77,7 @@ func intentChecker(p *series.Patch, read func(string) ([]byte, error)) []string 
 }
 
 // loadFormatPatchDir reads a plain `git format-patch` directory (no series file) as
-// import would normalise it, warning about each normalisation. A mail that cannot be
+// import would normalise it, warning about each normalisation unless -q. A mail that cannot be
 // read or normalised is a lint problem naming it.
 func (d *deps) loadFormatPatchDir(ctx context.Context, pd *series.PatchDir, warn func(string, ...any)) (*series.Series, error) {
 	fsys, warnings, err := stack.NormalisedView(ctx, pd)
@@ -96,6 +96,11 @@ func (d *deps) loadFormatPatchDir(ctx context.Context, pd *series.PatchDir, warn
 	s, err := series.LoadContext(ctx, fsys, ".", pd.Name())
 	if err != nil {
 		return nil, err
+	}
+	if d.global.quiet {
+		// Reading a format-patch directory as import would is routine, and every command
+		// on it said so again: -q leaves the notes out (`mpspatch import` writes them down).
+		return s, nil
 	}
 	for _, w := range warnings {
 		warn("%s", w)

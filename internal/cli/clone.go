@@ -52,8 +52,10 @@ https URL (https://user:token@host/...) are handed to git in its environment, ne
 command line, and never appear in output, logs or the clone's .git/config. A password in
 any other URL is refused (exit 2): git would hand it to ssh as part of the login name.
 
-Progress goes to stderr (a redrawn bar per phase on a terminal, plain lines otherwise);
-git's whole output to <log_dir>/clone-<timestamp>.log inside the new tree. The log
+Progress goes to stderr: a redrawn bar per phase on a terminal; otherwise (a CI log, a
+pipe) two plain lines per phase of git's, when it starts and when it is done, and one
+every 30 s in a phase that runs long. git's whole output goes to
+<log_dir>/clone-<timestamp>.log inside the new tree. The log
 directory and the build's provenance stamp are added to .git/info/exclude, so they never
 make the tree look modified.`,
 		Example: `  mpspatch clone --dir ~/src/pytorch
@@ -178,10 +180,11 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	})
 	bar.finish()
 	if err != nil {
+		err = gitError(err)
 		if ctx.Err() == nil {
 			err = fmt.Errorf("%w\nthe unfinished clone in %s is kept: run the same command again to resume it (or remove the directory to start over)", err, dir)
 		}
-		return gitError(err)
+		return err
 	}
 	rep := cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Resumed: resumed,
 		Full: opts.full, Filter: filter, Log: g.LogPath, Seconds: time.Since(started).Seconds()}
@@ -248,13 +251,13 @@ func verifyTag(ctx context.Context, g *gitcli.Git, url, shown, tag, commit strin
 }
 
 // gitError maps git failures: no git is an unsupported environment (exit 5); a failed
-// git command keeps the default failure code with git's message and the log.
+// git command becomes describeGitFailure's sentence, exit code and log.
 func gitError(err error) error {
 	var nf *gitcli.NotFoundError
 	if errors.As(err, &nf) {
 		return withCode(ExitUnsupported, err)
 	}
-	return err
+	return describeGitFailure(err)
 }
 
 // checkEmptyDir accepts a path that does not exist or is an empty directory (apart from
@@ -312,14 +315,18 @@ func cloneProgressText(step, line string, tty bool) string {
 }
 
 // cloneProgressKey changes when a plain log should get a new line: a new step, a new
-// kind of git message ("Receiving objects", "Resolving deltas", a submodule's "Cloning
-// into"), or another 10% of one.
+// phase of git's ("Receiving objects", "remote: Counting objects", a submodule's "Cloning
+// into"), and the phase's end (100%, or git's ", done."). So a CI log gets two lines a
+// phase, start and end, instead of one per update git redraws (a count without a
+// percentage, "Enumerating objects: 1234", changed the key at every update); a phase that
+// runs long adds one line every plainEvery. On a terminal the key only paces redrawing.
 func cloneProgressKey(step, line string) string {
-	kind, _, _ := strings.Cut(line, ":")
-	if m := percentRE().FindStringSubmatch(line); m != nil {
+	if m := percentRE().FindStringSubmatchIndex(line); m != nil {
 		n := 0
-		fmt.Sscan(m[1], &n)
-		return fmt.Sprintf("%s|%s|%d", step, kind, n/10)
+		fmt.Sscan(line[m[2]:m[3]], &n)
+		return fmt.Sprintf("%s|%s|%v", step, strings.TrimSpace(line[:m[0]]), n >= 100)
 	}
-	return step + "|" + line
+	return step + "|" + digitsRE().ReplaceAllString(line, "#")
 }
+
+var digitsRE = lazyregexp.New(`[0-9]+`)

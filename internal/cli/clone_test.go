@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/run"
@@ -167,7 +169,7 @@ func TestCloneCommand(t *testing.T) {
 		{"tag moved", []string{"--config", writeConfig(t, url, strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
 			ExitCheckFailed, "tag v-test at " + url + " points at " + pinned + ", but the config pins " + strings.Repeat("0123456789", 4)},
 		{"unknown commit", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
-			ExitCheckFailed, "run the same command again to resume it"},
+			ExitUsage, "the remote origin has no commit " + strings.Repeat("0123456789", 4) + "; check [upstream] commit"},
 		{"http refused", []string{"--config", writeConfigTag(t, "http://example.com/pytorch.git", "", pinned), "clone", "--dir", filepath.Join(t.TempDir(), "x")},
 			ExitUsage, "scheme http is not allowed"},
 		{"another clone there", []string{"--config", writeConfigTag(t, url, "", strings.Repeat("0123456789", 4)), "clone", "--dir", cloned(t, cfg)},
@@ -210,5 +212,40 @@ func TestCloneProgressText(t *testing.T) {
 		if have := cloneProgressText(tt.step, tt.line, tt.tty); have != tt.want {
 			t.Errorf("cloneProgressText(%q, %q, tty %v):\nhave %q\nwant %q", tt.step, tt.line, tt.tty, have, tt.want)
 		}
+	}
+}
+
+// Off a terminal, a clone's progress was a line per update git redrew (every count of
+// "Enumerating objects", every 10% of each phase): a CI log gets a phase's start and end.
+func TestCloneProgressPlainLog(t *testing.T) {
+	var buf strings.Builder
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := &progressLine{w: &buf, now: func() time.Time { return clock }}
+	feed := func(step string, lines ...string) {
+		for _, line := range lines {
+			l.update(cloneProgressKey(step, line), cloneProgressText(step, line, false), false)
+			clock = clock.Add(time.Second)
+		}
+	}
+	feed("fetch", "remote: Enumerating objects: 10", "remote: Enumerating objects: 200", "remote: Enumerating objects: 3000, done.")
+	feed("fetch", "remote: Counting objects:   1% (30/3000)", "remote: Counting objects:  50% (1500/3000)", "remote: Counting objects: 100% (3000/3000), done.")
+	feed("fetch", "remote: Compressing objects:  10% (100/1000)", "remote: Compressing objects:  90% (900/1000)", "remote: Compressing objects: 100% (1000/1000), done.")
+	for i := 0; i <= 100; i += 5 { // 21 updates, 2 s apart
+		feed("fetch", fmt.Sprintf("Receiving objects: %3d%% (%d/3000), 1.00 MiB | 2.00 MiB/s", i, 30*i))
+		clock = clock.Add(time.Second)
+	}
+	want := strings.Join([]string{
+		"clone: fetch: remote: Enumerating objects: 10",
+		"clone: fetch: remote: Enumerating objects: 3000, done.",
+		"clone: fetch: remote: Counting objects:   1% (30/3000)",
+		"clone: fetch: remote: Counting objects: 100% (3000/3000), done.",
+		"clone: fetch: remote: Compressing objects:  10% (100/1000)",
+		"clone: fetch: remote: Compressing objects: 100% (1000/1000), done.",
+		"clone: fetch: Receiving objects:   0% (0/3000), 1.00 MiB | 2.00 MiB/s",
+		"clone: fetch: Receiving objects:  75% (2250/3000), 1.00 MiB | 2.00 MiB/s", // 30 s into the phase
+		"clone: fetch: Receiving objects: 100% (3000/3000), 1.00 MiB | 2.00 MiB/s",
+	}, "\n") + "\n"
+	if have := buf.String(); have != want {
+		t.Errorf("plain progress:\n%s\nwant:\n%s", have, want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mpspatch/mpspatch/internal/series"
 )
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
@@ -93,5 +95,24 @@ func TestFlagCompletion(t *testing.T) {
 		if code, _, stderr := runMain(t, "audit", "--format", f, "--tree", "/nonexistent"); strings.Contains(stderr, "--format") {
 			t.Errorf("--format %s is offered but refused (exit %d): %s", f, code, stderr)
 		}
+	}
+}
+
+// status's files table: "patched+edits" (13 characters) ran into the path; every state
+// now has a column as wide as the widest.
+func TestStatusFilesColumn(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	writeStatusFiles(&b, []series.FileStatus{
+		{Path: "a.mm", Version: 2, Steps: 2, Exists: true},
+		{Path: "b.mm", Version: 2, Steps: 2, Exists: true, Edited: true},
+		{Path: "c.mm", Version: 0, Steps: 1, Exists: true, Edited: true},
+	})
+	want := "files:\n" +
+		"  patched       a.mm\n" +
+		"  patched+edits b.mm\n" +
+		"  base+edits    c.mm\n"
+	if have := b.String(); have != want {
+		t.Errorf("have:\n%s\nwant:\n%s", have, want)
 	}
 }

@@ -73,6 +73,8 @@ func wireCompletionAndPaths(root *cobra.Command) {
 		}
 	}
 	walk(root)
+	wireRefCompletion(root)
+	addCompletionExamples(root)
 }
 
 // acceptPathArg lets c take the value of --flag as its one positional argument, shown in

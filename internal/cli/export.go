@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -79,7 +80,7 @@ func runExport(ctx context.Context, d *deps, opts *exportOptions) error {
 	if res.BaseFound != "" {
 		p.Warnf("export: the pinned upstream commit %s is not in %s; the series starts at %s (%s)", shortSHA(base), opts.tree, shortSHA(res.Base), res.BaseFound)
 	}
-	if err := p.Result(res, func(w io.Writer) { writeExportText(w, p, res, opts.check) }); err != nil {
+	if err := p.Result(checkedActions(res, opts.check), func(w io.Writer) { writeExportText(w, p, res, opts.check) }); err != nil {
 		return err
 	}
 	if opts.check && res.Changed {
@@ -123,4 +124,22 @@ func countAction(res *stack.ExportResult, action string) int {
 		}
 	}
 	return n
+}
+
+// checkedActions is the --json form of an export: under --check nothing was written, so
+// each action says what a re-export would do ("would_create", "would_update",
+// "would_delete"); "created" read as done.
+func checkedActions(res *stack.ExportResult, check bool) *stack.ExportResult {
+	if !check {
+		return res
+	}
+	out := *res
+	out.Files = make([]stack.FileChange, len(res.Files))
+	for i, f := range res.Files {
+		if f.Action != stack.Unchanged {
+			f.Action = "would_" + strings.TrimSuffix(f.Action, "d")
+		}
+		out.Files[i] = f
+	}
+	return &out
 }

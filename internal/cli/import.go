@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,6 +61,10 @@ func runImport(ctx context.Context, d *deps, opts *importOptions, src string) er
 	dir, err := d.seriesDirFor(&opts.treeOptions, "import")
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		// A path that is not there is a mistyped argument, as for every other command.
+		return usageErrorf("import: %s does not exist; name a directory of git format-patch files or one mbox file", src)
 	}
 	res, err := stack.Import(ctx, stack.ImportOptions{Src: src, Dir: dir, Check: opts.dryRun})
 	if err != nil {

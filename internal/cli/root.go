@@ -34,6 +34,8 @@ type deps struct {
 	safeOut *safeWriter
 	// helpOut receives cobra's help and usage, mpspatch's own text; nil means d.io.Out.
 	helpOut io.Writer
+	// args are the command line's words after the program name, for -v.
+	args []string
 }
 
 func (d *deps) printer() *printer {
@@ -181,7 +183,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	pf := root.PersistentFlags()
 	pf.StringVar(&d.global.configPath, "config", "", "config file (default: ./mpspatch.toml when present, else built-in defaults)")
 	pf.BoolVar(&d.global.json, "json", false, "write results as JSON on stdout")
-	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr")
+	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr, nor the notes on reading a format-patch directory")
 	pf.BoolVarP(&d.global.verbose, "verbose", "v", false, "print the effective environment and every command mpspatch runs on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(ExitUsage, err)
@@ -196,6 +198,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		for _, name := range commandNames {
 			root.AddCommand(newCommand(d, name))
 		}
+		// Made now rather than by cobra at Execute, so that it gets its examples.
+		root.InitDefaultCompletionCmd()
 	}
 	wireCompletionAndPaths(root)
 	return root
@@ -210,7 +214,15 @@ func (d *deps) outputFormat(flag string, allowed []resultFormat) (resultFormat, 
 	case flag == "":
 		return parseFormat(string(formatText), allowed)
 	}
-	return parseFormat(flag, allowed)
+	format, err := parseFormat(flag, allowed)
+	if err != nil {
+		return "", err
+	}
+	if d.global.json && format != formatJSON {
+		// One document on stdout: --json's, or the format's, never a silent choice.
+		return "", usageErrorf("--format %s and --json conflict: --json writes JSON; drop one of them", format)
+	}
+	return format, nil
 }
 
 // NewRootCommand returns the whole command tree, bound to the process's own streams, for
@@ -230,7 +242,7 @@ func NewRootCommand() *cobra.Command {
 // it failed before producing one. Commands get this for free by writing through the
 // printer.
 func Main(ctx context.Context, args []string, stdio IOStreams) int {
-	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}}
+	d := &deps{io: stdio, global: &globalOptions{}, sink: &resultSink{}, args: args}
 	out := stdio.Out
 	// Everything a command writes passes the safe writers (credentials redacted, control
 	// characters escaped); the help text is mpspatch's own and goes out as written.

@@ -84,11 +84,21 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 			}
 			fmt.Fprintf(w, "  %s %s\n", pad(p.Paint(c, string(ps.State)), 12), ps.Name)
 		}
-		fmt.Fprintln(w, "files:")
-		for _, f := range st.Files {
-			fmt.Fprintf(w, "  %-12s %s\n", shortState(f), series.QuotePath(f.Path))
-		}
+		writeStatusFiles(w, st.Files)
 	})
+}
+
+// writeStatusFiles writes the files table, its state column as wide as its widest cell
+// ("patched+edits" and "partial 10/12" overran a fixed 12).
+func writeStatusFiles(w io.Writer, files []series.FileStatus) {
+	fmt.Fprintln(w, "files:")
+	width := 12
+	for _, f := range files {
+		width = max(width, len(shortState(f)))
+	}
+	for _, f := range files {
+		fmt.Fprintf(w, "  %-*s %s\n", width, shortState(f), series.QuotePath(f.Path))
+	}
 }
 
 // missingFiles counts the touched files absent from the tree whose absence no patch

@@ -21,7 +21,13 @@ import (
 func (d *deps) traceEnvironment(cmd *cobra.Command) {
 	w := d.io.Err
 	fmt.Fprintf(w, "mpspatch: version %s (%s, %s/%s)\n", currentVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(w, "mpspatch: command %s\n", cmd.CommandPath())
+	// The whole command line, as a shell would re-run it; a credential in a URL argument
+	// (--url https://user:token@host/...) is masked.
+	line := cmd.Root().Name()
+	if len(d.args) > 0 {
+		line += " " + run.QuoteArgv(d.args)
+	}
+	fmt.Fprintf(w, "mpspatch: command %s\n", redact.Text(line))
 	if wd, err := os.Getwd(); err == nil {
 		fmt.Fprintf(w, "mpspatch: working directory %s\n", wd)
 	}

@@ -38,7 +38,9 @@ func generate(root *cobra.Command, dir string) error {
 	if err := doc.GenMarkdownTree(root, dir); err != nil {
 		return fmt.Errorf("markdown %s: %w", dir, err)
 	}
-	header := &doc.GenManHeader{Title: "MPSPATCH", Section: "1", Source: "mpspatch", Manual: "mpspatch manual", Date: &manDate}
+	// No Title: each page gets its command's own (MPSPATCH-APPLY for mpspatch apply), as
+	// git's pages do; one title for all made every page MPSPATCH(1).
+	header := &doc.GenManHeader{Section: "1", Source: "mpspatch", Manual: "mpspatch manual", Date: &manDate}
 	if err := doc.GenManTree(root, header, manDir); err != nil {
 		return fmt.Errorf("man pages %s: %w", manDir, err)
 	}

@@ -476,3 +476,29 @@ func (g *Git) Renames(ctx context.Context, dir, from, to string) (map[string]str
 	}
 	return renames, nil
 }
+
+// RefNames lists up to max short names of the tags, branches and remote-tracking branches
+// of the repository at dir that start with prefix, newest first (shell completion).
+func (g *Git) RefNames(ctx context.Context, dir, prefix string, max int) ([]string, error) {
+	args := []string{"for-each-ref", "--sort=-creatordate", fmt.Sprintf("--count=%d", max), "--format=%(refname:short)"}
+	if !strings.ContainsAny(prefix, "*?[\\") {
+		// for-each-ref matches a pattern whole or up to a slash; a glob makes it a prefix,
+		// and its * stops at a slash, so */** reaches names with slashes (origin/main).
+		for _, ns := range []string{"refs/tags/", "refs/heads/", "refs/remotes/"} {
+			args = append(args, ns+prefix+"*", ns+prefix+"*/**")
+		}
+	} else {
+		args = append(args, "refs/tags/", "refs/heads/", "refs/remotes/")
+	}
+	out, err := g.exec(ctx, call{op: "for-each-ref", dir: dir, args: args})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" && strings.HasPrefix(l, prefix) && !strings.HasSuffix(l, "/HEAD") {
+			names = append(names, l)
+		}
+	}
+	return names, nil
+}

@@ -50,11 +50,26 @@ type Error struct {
 	Stderr string
 	// LogPath is where the full output is, when there is a log.
 	LogPath string
+	// Dir is the directory git ran in, as the caller named it ("" for the current one).
+	Dir string
+	// Output is the end of git's stderr (up to maxOutput bytes) when there is no
+	// LogPath, so that a caller can keep it in a log of its own.
+	Output string
 	// ExitCode is git's exit status (-1 when killed by a signal).
 	ExitCode int
 	Err      error
+
+	// kind and subject, when kind is set, replace what classify reads from Stderr
+	// (exec narrows "unknown revision a..b" to the end that is missing).
+	kind    *FailureKind
+	subject string
 }
 
+// maxOutput bounds Error.Output: git's reason is at the end of its output.
+const maxOutput = 64 << 10
+
+// Error is the whole account, argv included, for logs and for callers that wrap it;
+// Summary is the sentence for users.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "git %s: git %s: ", e.Op, strings.Join(e.Args, " "))
@@ -111,16 +126,21 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 	if c.stdout != nil {
 		stdout = io.MultiWriter(&out, c.stdout)
 	}
-	var stderr io.Writer = errTail
-	if c.stderr != nil {
-		stderr = io.MultiWriter(errTail, c.stderr)
-	}
-	argv := append([]string{g.bin()}, c.args...)
 	var logPath string
 	var env []string
 	if g != nil {
 		logPath, env = g.LogPath, g.Env
 	}
+	var whole *endBuffer
+	var stderr io.Writer = errTail
+	if logPath == "" {
+		whole = &endBuffer{max: maxOutput}
+		stderr = io.MultiWriter(errTail, whole)
+	}
+	if c.stderr != nil {
+		stderr = io.MultiWriter(stderr, c.stderr)
+	}
+	argv := append([]string{g.bin()}, c.args...)
 	if len(c.env) > 0 {
 		if env == nil {
 			env = os.Environ()
@@ -154,7 +174,55 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return nil, &NotFoundError{Bin: g.bin(), Err: err}
 	}
-	return out.Bytes(), &Error{Op: c.op, Args: c.args, Stderr: errTail.String(), LogPath: logPath, ExitCode: res.ExitCode, Err: err}
+	ge := &Error{Op: c.op, Args: c.args, Stderr: errTail.String(), LogPath: logPath, Dir: c.dir, ExitCode: res.ExitCode, Err: err}
+	if whole != nil {
+		ge.Output = whole.String()
+	}
+	g.narrowRange(ctx, ge)
+	return out.Bytes(), ge
+}
+
+// narrowRange turns "unknown revision a..b" into the end of the range that the
+// repository lacks, so that the message names it: git names the whole range argument.
+func (g *Git) narrowRange(ctx context.Context, ge *Error) {
+	kind, subject := classify(ge.Stderr)
+	if kind != FailUnknownRevision {
+		return
+	}
+	from, to, ok := strings.Cut(subject, "..")
+	if !ok {
+		return
+	}
+	to = strings.TrimPrefix(to, ".")
+	for _, rev := range []string{from, to} {
+		if rev != "" && !g.HasCommit(ctx, ge.Dir, revSuffixRE().ReplaceAllString(rev, "")) {
+			ge.kind, ge.subject = &kind, revSuffixRE().ReplaceAllString(rev, "")
+			return
+		}
+	}
+}
+
+// endBuffer keeps the last max bytes written to it.
+type endBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (e *endBuffer) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.b = append(e.b, p...)
+	if over := len(e.b) - e.max; over > 0 {
+		e.b = append(e.b[:0], e.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (e *endBuffer) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return string(e.b)
 }
 
 // streamRun runs c with its stdout read by consume as it comes: the output is never held
@@ -190,8 +258,8 @@ func streamRun(ctx context.Context, c run.Cmd, consume func(io.Reader) error) (r
 	return w.res, consumeErr, w.err
 }
 
-// tailBuffer keeps the last max non-empty lines written to it. git progress uses \r to
-// redraw, so \r ends a line too.
+// tailBuffer keeps the last max non-empty lines written to it, progress reports left out
+// (the log has them). git progress uses \r to redraw, so \r ends a line too.
 type tailBuffer struct {
 	mu    sync.Mutex
 	max   int
@@ -215,7 +283,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 func (t *tailBuffer) flush() {
 	s := strings.TrimSpace(string(t.cur))
 	t.cur = t.cur[:0]
-	if s == "" {
+	if s == "" || isProgress(s) {
 		return
 	}
 	t.lines = append(t.lines, s)

@@ -213,7 +213,16 @@ func (r *Repo) EnsureCommits(ctx context.Context, commits []string, progress fun
 		return nil
 	}
 	if progress != nil {
-		progress(fmt.Sprintf("fetching %d commit(s) from %s (trees only)", len(missing), r.URL))
+		shown := make([]string, 0, 3)
+		for _, c := range missing[:min(len(missing), 3)] {
+			shown = append(shown, short(c))
+		}
+		if len(missing) > 3 {
+			shown = append(shown, fmt.Sprintf("%d more", len(missing)-3))
+		}
+		// The commits are named: a check can fetch twice (the REFs, then the pinned base
+		// on the first conflict), and two identical lines read as one fetch repeated.
+		progress(fmt.Sprintf("fetching %s (%s) from %s (trees only)", plural(len(missing), "commit"), strings.Join(shown, ", "), r.URL))
 	}
 	err := r.git.Fetch(ctx, r.Dir, r.fetchURL, missing, gitcli.FetchOptions{Depth: 1, Filter: "blob:none"})
 	if perr := r.git.DropPromisor(ctx, r.Dir, r.fetchURL); err == nil && perr != nil {

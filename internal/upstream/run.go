@@ -98,7 +98,11 @@ func (c *Cache) Check(ctx context.Context, opts CheckOptions) (*Report, error) {
 			return baseSnap, nil
 		}
 		baseTried = true
-		if err := repo.EnsureCommits(ctx, []string{opts.Base}, opts.Progress); err != nil {
+		var progress func(string)
+		if opts.Progress != nil {
+			progress = func(line string) { opts.Progress(line + ", the pinned base, for three-way merges") }
+		}
+		if err := repo.EnsureCommits(ctx, []string{opts.Base}, progress); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}

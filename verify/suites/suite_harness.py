@@ -1031,9 +1031,11 @@ class ChildResult:
     def ok(self):
         return self.returncode == 0 and not self.timed_out
 
+    missed = ""  # stream_child: the deadline the child missed
+
     def why(self):
         if self.timed_out:
-            return "child timed out"
+            return "hung: %s (probe killed)" % self.missed if self.missed else "child timed out"
         tail = [l for l in self.stderr.strip().splitlines() if l.strip()][-3:]
         return "child %s%s" % (describe_exit(self.returncode),
                                (": " + " | ".join(tail)) if tail else "")
@@ -1062,3 +1064,85 @@ def finish_child(proc, timeout):
 
 def run_child(req, timeout, extra_env=None):
     return finish_child(start_child(req, extra_env), timeout)
+
+
+def count_timeout(join_timeout, environ=None):
+    """How long a boundary probe may go without answering for one thread count: the workers'
+    join timeout and a margin for the check, but under the runner's per-test limit
+    ($MPSPATCH_TEST_TIMEOUT seconds), which kills the whole test, and every answer with it,
+    when it hears nothing for that long."""
+    limit = join_timeout + 30.0
+    raw = (os.environ if environ is None else environ).get("MPSPATCH_TEST_TIMEOUT", "")
+    try:
+        runner = float(raw)
+    except ValueError:
+        runner = 0.0
+    if runner > 0:
+        limit = min(limit, runner * 0.8)
+    return max(limit, 1.0)
+
+
+def stream_child(proc, first_timeout, each_timeout, want, on_line=None, last=None):
+    """Read a child's JSON lines as they come, giving it first_timeout for its first answer
+    (interpreter start, imports, references) and each_timeout for every later one; want(line)
+    says whether a line is an answer. A child that misses a deadline is killed there, so one
+    hung answer costs each_timeout, not the whole run. on_line(line) sees each answer at once;
+    after an answer for which last(line) is true the child is not waited for (killed).
+    Returns a ChildResult; timed_out says a deadline was missed, and its stderr ends with
+    which one."""
+    import queue
+    import threading as _threading
+
+    q = queue.Queue()
+
+    def pump(stream, tag):
+        for line in stream:
+            q.put((tag, line))
+        q.put((tag, None))
+
+    readers = [_threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
+               _threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True)]
+    for r in readers:
+        r.start()
+    lines, err, open_streams, timed_out, missed = [], [], 2, False, ""
+    deadline = time.monotonic() + first_timeout
+    answered = 0
+    while open_streams:
+        try:
+            tag, line = q.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            timed_out = True
+            missed = "no answer within %.0fs" % (first_timeout if answered == 0 else each_timeout)
+            proc.kill()
+            break
+        if line is None:
+            open_streams -= 1
+            continue
+        if tag == "err":
+            err.append(line)
+            continue
+        for obj in parse_child_lines(line):
+            lines.append(obj)
+            if want(obj):
+                answered += 1
+                deadline = time.monotonic() + each_timeout
+                if on_line is not None:
+                    on_line(obj)
+                if last is not None and last(obj):
+                    open_streams = 0
+                    break
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for r in readers:
+        r.join(5)
+    while not q.empty():
+        tag, line = q.get_nowait()
+        if tag == "err" and line is not None:
+            err.append(line)
+    stderr = "".join(err)
+    if timed_out:
+        stderr += "\n" + missed + "\n"
+    result = ChildResult(proc.returncode, lines, stderr, timed_out)
+    result.missed = missed
+    return result

@@ -15,14 +15,23 @@ LO, HI = 1, 16
 BOUNDARIES = {}
 
 
-def find_boundary(settings, op):
+def find_boundary(settings, op, emit=lambda event: None):
     """Return (boundary, {count: passed}, message of the first failure)."""
+
+    # Each count gets its own deadline, under the runner's per-test limit, and each answer is
+    # an event the runner sees as progress: a count that hangs costs one deadline and is the
+    # failure above the boundary, instead of the runner killing the whole test unreported.
+    each = H.count_timeout(settings["join_timeout"])
 
     def probe(counts):
         req = {"cmd": "boundary", "device": settings.device, "op": op, "counts": counts,
                "iters": settings["boundary_iters"], "knobs": settings.knobs,
-               "timeout": settings["join_timeout"]}
-        child = H.run_child(req, settings["child_timeout"])
+               "timeout": min(settings["join_timeout"], max(1.0, each - 10.0))}
+        child = H.stream_child(H.start_child(req), min(settings["child_timeout"], each), each,
+                               want=lambda l: "threads" in l,
+                               on_line=lambda l: emit({"event": "boundary_probe", "op": op,
+                                                       "threads": l["threads"], "ok": l["ok"]}),
+                               last=lambda l: not l["ok"])
         answers = [(l["threads"], l["ok"], l["message"]) for l in child.lines if "threads" in l]
         return answers, child.why()
 
@@ -32,7 +41,7 @@ def find_boundary(settings, op):
 def test_thread_boundary(settings, events, request):
     failures = []
     for op in W.BOUNDARY_OPS:
-        value, outcomes, message = find_boundary(settings, op)
+        value, outcomes, message = find_boundary(settings, op, events.emit)
         BOUNDARIES[op] = (value, outcomes, message)
         events.emit({"event": "boundary", "op": op, "threads": value, "max": HI,
                      "device": settings.device,

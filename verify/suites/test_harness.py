@@ -202,6 +202,60 @@ def test_search_boundary_finds_every_boundary(plan, true_boundary):
         assert len(runs) <= 2
 
 
+
+# A stand-in for suite_child.py's boundary command: answers each count at once, and hangs
+# (as a deadlocked device would) from the count hang_at up.
+FAKE_BOUNDARY_CHILD = """
+import json, sys, time
+req = json.loads(sys.argv[1])
+for n in req["counts"]:
+    if n >= req["hang_at"]:
+        time.sleep(3600)
+    print(json.dumps({"threads": n, "ok": True, "message": ""}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("plan", ["dense", "gallop"])
+def test_boundary_below_a_count_that_hangs(tmp_path, plan):
+    """Issue 21: one hung count made the whole boundary test time out with no boundary. Each
+    count now has its own deadline; the search reports the largest passing count and the hang
+    at the next, and every answer is seen as it comes (the runner's progress)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "child.py"
+    script.write_text(FAKE_BOUNDARY_CHILD)
+    seen = []
+
+    def probe(counts):
+        proc = subprocess.Popen([sys.executable, str(script), json.dumps({"counts": counts, "hang_at": 6})],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        # The first answer may wait for a loaded machine; later ones come at once, unless hung.
+        child = H.stream_child(proc, 120, 3, want=lambda l: "threads" in l, on_line=seen.append,
+                               last=lambda l: not l["ok"])
+        assert proc.returncode is not None, "the hung child was left running"
+        return [(l["threads"], l["ok"], l["message"]) for l in child.lines], child.why()
+
+    value, outcomes, message = H.search_boundary(probe, 1, 16, plan)
+    assert value == 5
+    assert outcomes[6] is False
+    assert message == "6 threads: hung: no answer within 3s (probe killed)"
+    assert sorted(l["threads"] for l in seen) == sorted(n for n, ok in outcomes.items() if ok)
+
+
+@pytest.mark.parametrize("join,runner,want", [
+    (120.0, None, 150.0),      # no runner limit: the join timeout and a margin
+    (120.0, "300", 150.0),     # under the runner's default 5 minutes
+    (120.0, "60", 48.0),       # a short --timeout: 80% of it, so the runner hears an answer first
+    (120.0, "0", 150.0),       # --timeout 0: no limit
+    (120.0, "junk", 150.0),
+    (1.0, "0.5", 1.0),         # never below a second
+])
+def test_count_timeout(join, runner, want):
+    env = {} if runner is None else {"MPSPATCH_TEST_TIMEOUT": runner}
+    assert H.count_timeout(join, env) == want
+
+
 @pytest.mark.parametrize("rows,want", [
     ([(1, 100.0), (2, 190.0), (4, 370.0), (8, 700.0)], 8),
     ([(1, 100.0), (2, 150.0), (4, 152.0), (8, 151.0)], 2),
