@@ -64,7 +64,9 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions) error) *cobra.Co
 		Long: `Run the whole flow in one command: clone PyTorch at the pinned commit into DIR (or
 --dir), apply the series, audit the MPS sources, build, run the Metal probe, and verify
 with the concurrency suites. Each stage runs the same code as its own command, with its
-full output in a log under DIR/.mpspatch/run/logs/.
+full output in a log under DIR/.mpspatch/run/logs/ that starts with the command line doing
+the same by hand; its progress is shown on stderr meanwhile (one redrawn line on a
+terminal).
 
 Resumable: each stage that succeeds records a stamp of what it depended on (the series,
 the pinned commit, the interpreter, flags, the patched files, the mpspatch version), chained
