@@ -470,12 +470,13 @@ func (r *runner) probe(ctx context.Context, log io.Writer) (pipeline.Result, err
 		if rep == nil {
 			return err
 		}
-		if werr := writeProbe(d.printer(), rep, err); exitCodeOf(werr) == ExitCheckFailed {
-			return withCode(ExitCheckFailed, errors.New("scenarios failed; the report is in the log"))
-		} else if werr != nil {
-			return werr
+		werr := writeProbe(d.printer(), rep, err)
+		var silent *silentError
+		if errors.As(werr, &silent) {
+			// The report, in the log, names the scenarios; the reason says where it is.
+			return withCode(silent.code, errors.New("scenarios failed; the report is in the log"))
 		}
-		return nil
+		return werr
 	})
 	return pipeline.Result{}, err
 }
