@@ -25,7 +25,9 @@ type applyOptions struct {
 	force      bool
 }
 
-func newApplyCmd(d *deps) *cobra.Command {
+// newApplyCmd builds apply; runF, when not nil, replaces the work (tests of the flags
+// read the options it is given and run nothing).
+func newApplyCmd(d *deps, runF func(context.Context, *applyOptions) error) *cobra.Command {
 	opts := &applyOptions{}
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -55,6 +57,12 @@ result is byte-identical to a plain apply.`,
   mpspatch apply --tree ~/src/pytorch --commit   # one commit per patch on mpspatch/series`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.checkCommitFlags(cmd.Flags().Changed("branch")); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
 			return runApply(cmd.Context(), d, opts)
 		},
 	}
@@ -90,6 +98,20 @@ Unapplying a tree that does not hold the series does nothing (exit 0).`,
 	return cmd
 }
 
+// checkCommitFlags refuses the flags of --commit without it (they would be ignored, and
+// the user believe a branch was made), and --commit with --dry-run.
+func (o *applyOptions) checkCommitFlags(branchGiven bool) error {
+	switch {
+	case o.commit && o.dryRun:
+		return usageErrorf("apply: --commit and --dry-run do not go together (check --tree computes without writing)")
+	case !o.commit && branchGiven:
+		return usageErrorf("apply: --branch names the branch --commit creates; give --commit too")
+	case !o.commit && o.force:
+		return usageErrorf("apply: --force replaces the branch --commit creates; give --commit too")
+	}
+	return nil
+}
+
 // applyReport is the --json shape of apply and unapply.
 type applyReport struct {
 	Operation string               `json:"operation"`
@@ -105,21 +127,53 @@ type applyReport struct {
 	State     *series.TreeStatus   `json:"state,omitempty"`
 	Intents   []intentReport       `json:"intents,omitempty"`
 	Error     string               `json:"error,omitempty"`
+
+	// What the text rendering shows besides the above.
+	series *series.Series
+	res    *series.Result
+}
+
+// planResults are the per-patch outcomes of the computed plan, none when there was none.
+func (rep *applyReport) planResults() []series.PatchResult {
+	if rep.res == nil || rep.res.Plan == nil {
+		return nil
+	}
+	return rep.res.Plan.Results
 }
 
 func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
-	if err := ctx.Err(); err != nil {
+	if opts.commit {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s, root, err := d.seriesAndTree(ctx, &opts.treeOptions)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return runApplyCommit(ctx, d, opts, s, root)
+	}
+	rep, err := apply(ctx, d, opts)
+	if rep == nil {
 		return err
+	}
+	return writeApply(d.printer(), rep, err)
+}
+
+// apply does the work of apply and unapply (not --commit), with its progress on d's
+// stderr. The report is nil when nothing was attempted (the error says why); otherwise
+// err is the engine's own outcome (a conflict, errIntentsFailed, a busy tree), which
+// writeApply shows and applyError turns into the command's exit.
+func apply(ctx context.Context, d *deps, opts *applyOptions) (*applyReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	p := d.printer()
 	s, root, err := d.seriesAndTree(ctx, &opts.treeOptions)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer root.Close()
-	if opts.commit {
-		return runApplyCommit(ctx, d, opts, s, root)
-	}
 
 	verb := "apply"
 	do := series.Apply
@@ -146,7 +200,7 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 	}
 	res, err := do(root, s, sopts)
 
-	rep := applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun}
+	rep := &applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun, series: s, res: res}
 	if res != nil {
 		rep.Noop, rep.Recovery, rep.State = res.Noop, res.Recovery, res.Before
 		if res.Recovery != "" {
@@ -168,52 +222,73 @@ func runApply(ctx context.Context, d *deps, opts *applyOptions) error {
 		rep.Conflicts = ce.Conflicts
 	}
 	rep.Intents = intents
-	if errors.Is(err, errIntentsFailed) {
+	switch {
+	case errors.Is(err, errIntentsFailed):
 		rep.Error = fmt.Sprintf("%s of the series do not hold on the result; nothing was written (--no-intents writes anyway)", plural(failedIntents(intents), "intent"))
+	case err != nil:
+		rep.Error = err.Error()
+	}
+	return rep, err
+}
+
+// applyError is how an apply ended, as an error with its exit code and the sentence
+// that says why: nil when it succeeded and every intent holds.
+func applyError(rep *applyReport, err error) error {
+	var ce *series.ConflictError
+	switch {
+	case errors.Is(err, errIntentsFailed):
+		return withCode(ExitCheckFailed, errors.New(rep.Error))
+	case errors.As(err, &ce):
+		// The report names every conflict; the sentence names the first.
+		return withCode(ExitConflict, fmt.Errorf("%s: nothing was written", ce.Error()))
+	case err != nil:
+		return engineError(err)
+	case failedIntents(rep.Intents) > 0 && !rep.DryRun:
+		return withCode(ExitCheckFailed, fmt.Errorf("%s of the applied series do not hold (written because of --no-intents)", plural(failedIntents(rep.Intents), "intent")))
+	case failedIntents(rep.Intents) > 0:
+		return withCode(ExitCheckFailed, fmt.Errorf("%s of the series would not hold on the result", plural(failedIntents(rep.Intents), "intent")))
+	}
+	return nil
+}
+
+// writeApply renders apply's report on stdout and returns the command's exit: an error
+// the report already explains is not repeated on stderr.
+func writeApply(p *printer, rep *applyReport, err error) error {
+	exit := applyError(rep, err)
+	if errors.Is(err, errIntentsFailed) {
 		if perr := p.Result(rep, func(w io.Writer) {
-			if res != nil && res.Plan != nil {
-				for _, r := range res.Plan.Results {
-					writePatchOutcome(w, p, r)
-				}
+			for _, r := range rep.planResults() {
+				writePatchOutcome(w, p, r)
 			}
-			writeIntentsText(w, p, intents)
+			writeIntentsText(w, p, rep.Intents)
 			fmt.Fprintf(w, "%s: %s\n", p.Paint(red, "refused"), rep.Error)
 		}); perr != nil {
 			return perr
 		}
 		return &silentError{code: ExitCheckFailed}
 	}
-	if err != nil {
-		rep.Error = err.Error()
-	}
-	perr := p.Result(rep, func(w io.Writer) { writeApplyText(w, p, &rep, res, err, s) })
-	if perr != nil {
+	if perr := p.Result(rep, func(w io.Writer) { writeApplyText(w, p, rep, err) }); perr != nil {
 		return perr
 	}
-	if err != nil {
-		if p.json {
-			return &silentError{code: exitCodeOf(engineError(err))}
-		}
-		if ce != nil {
-			// The report went to stdout; the error line on stderr names the first conflict.
-			return withCode(ExitConflict, fmt.Errorf("%s: nothing was written", ce.Error()))
-		}
-		return engineError(err)
+	switch {
+	case exit == nil:
+		return nil
+	case err != nil && p.json:
+		return &silentError{code: exitCodeOf(exit)}
+	case err != nil:
+		// The report went to stdout; the error line on stderr names the first conflict.
+		return exit
+	case !rep.DryRun:
+		p.Warnf("%s", exit.Error())
 	}
-	if failed := failedIntents(rep.Intents); failed > 0 && !opts.dryRun {
-		p.Warnf("%s of the applied series do not hold (written because of --no-intents)", plural(failed, "intent"))
-		return &silentError{code: ExitCheckFailed}
-	}
-	if failed := failedIntents(rep.Intents); failed > 0 {
-		return &silentError{code: ExitCheckFailed}
-	}
-	return nil
+	return &silentError{code: ExitCheckFailed}
 }
 
 // errIntentsFailed stops apply before it writes when an intent does not hold.
 var errIntentsFailed = errors.New("intents do not hold")
 
-func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Result, err error, s *series.Series) {
+func writeApplyText(w io.Writer, p *printer, rep *applyReport, err error) {
+	s := rep.series
 	switch {
 	case rep.Noop && rep.Operation == "apply":
 		fmt.Fprintf(w, "already applied: %s holds the whole series (%s); nothing to do\n", rep.Tree, plural(len(s.Patches), "patch"))
@@ -222,10 +297,8 @@ func writeApplyText(w io.Writer, p *printer, rep *applyReport, res *series.Resul
 		fmt.Fprintf(w, "not applied: %s holds none of the series; nothing to do\n", rep.Tree)
 		return
 	}
-	if res != nil && res.Plan != nil {
-		for _, r := range res.Plan.Results {
-			writePatchOutcome(w, p, r)
-		}
+	for _, r := range rep.planResults() {
+		writePatchOutcome(w, p, r)
 	}
 	var ce *series.ConflictError
 	if errors.As(err, &ce) {

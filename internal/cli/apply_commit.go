@@ -26,9 +26,6 @@ type applyCommitReport struct {
 }
 
 func runApplyCommit(ctx context.Context, d *deps, opts *applyOptions, s *series.Series, root *os.Root) error {
-	if opts.dryRun {
-		return usageErrorf("apply: --commit and --dry-run do not go together (check --tree computes without writing)")
-	}
 	if err := requireCheckout(ctx, opts.tree, "apply --commit"); err != nil {
 		return err
 	}

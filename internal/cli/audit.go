@@ -70,24 +70,67 @@ Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
 	return cmd
 }
 
+// auditReport is what an audit found, after the baseline.
+type auditReport struct {
+	metalcheck.Result
+	// Reasons are the baseline's reasons by fingerprint, for SARIF's suppressions.
+	Reasons map[string]string
+	// BaselineWritten: --write-baseline wrote the findings there; there is no result.
+	BaselineWritten string
+}
+
 func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	format, err := d.outputFormat(opts.format, auditFormats)
 	if err != nil {
 		return err
 	}
-	if opts.workers < 0 {
-		return usageErrorf("--workers %d: must not be negative", opts.workers)
-	}
-	if opts.baseline != "" && opts.writeBaseline != "" {
-		return usageErrorf("--baseline and --write-baseline do not go together")
-	}
-	c, err := d.config()
+	rep, err := audit(ctx, d, opts)
 	if err != nil {
 		return err
 	}
+	return writeAudit(d.printer(), format, rep)
+}
+
+// writeAudit renders the audit's result on stdout in format (text, json or sarif); new
+// findings are exit 1, the result having said which.
+func writeAudit(p *printer, format resultFormat, rep *auditReport) error {
+	if rep.BaselineWritten != "" {
+		return nil
+	}
+	var err error
+	switch format {
+	case formatJSON:
+		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteJSON(w, rep.Result) })
+	case formatSARIF:
+		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, rep.Result, rep.Reasons) })
+	default:
+		err = metalcheck.WriteText(p.out, rep.Result) // one write: see WriteText
+	}
+	if err != nil {
+		return err
+	}
+	if len(rep.New) > 0 {
+		return &silentError{code: ExitCheckFailed}
+	}
+	return nil
+}
+
+// audit does the work of `mpspatch audit`, with its progress and warnings on d's stderr,
+// and returns what it found; writeAudit shows it.
+func audit(ctx context.Context, d *deps, opts *auditOptions) (*auditReport, error) {
+	if opts.workers < 0 {
+		return nil, usageErrorf("--workers %d: must not be negative", opts.workers)
+	}
+	if opts.baseline != "" && opts.writeBaseline != "" {
+		return nil, usageErrorf("--baseline and --write-baseline do not go together")
+	}
+	c, err := d.config()
+	if err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(opts.tree)
 	if err != nil || !fi.IsDir() {
-		return usageErrorf("--tree %s: not a directory", opts.tree)
+		return nil, usageErrorf("--tree %s: not a directory", opts.tree)
 	}
 	paths := opts.paths
 	if len(paths) == 0 {
@@ -101,7 +144,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 			}
 		}
 		if len(paths) == 0 {
-			return usageErrorf("audit: none of the configured paths (%s) exist in %s", strings.Join(c.Audit.Paths, ", "), opts.tree)
+			return nil, usageErrorf("audit: none of the configured paths (%s) exist in %s", strings.Join(c.Audit.Paths, ", "), opts.tree)
 		}
 	}
 	baselinePath := opts.baseline
@@ -117,7 +160,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	case baselinePath != "":
 		base, err = metalcheck.LoadBaseline(baselinePath)
 		if err != nil {
-			return withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
 	case opts.writeBaseline == "" && c.Patches.Dir == "":
 		// The built-in series carries the baseline of the code it produces.
@@ -127,7 +170,7 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 			base, err = metalcheck.ParseBaseline(baselinePath, data)
 		}
 		if err = errors.Join(rerr, err); err != nil {
-			return fmt.Errorf("built-in audit baseline: %w", err)
+			return nil, fmt.Errorf("built-in audit baseline: %w", err)
 		}
 	}
 
@@ -141,22 +184,22 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	rep, err := metalcheck.Audit(ctx, metalcheck.Options{Root: opts.tree, Paths: paths, Workers: opts.workers})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return err
+			return nil, err
 		}
-		return withCode(ExitUsage, err)
+		return nil, withCode(ExitUsage, err)
 	}
 
 	if opts.writeBaseline != "" {
 		var buf bytes.Buffer
 		if err := metalcheck.WriteBaseline(&buf, rep.Findings); err != nil {
-			return err
+			return nil, err
 		}
 		if err := atomicfile.WriteBytes(opts.writeBaseline, buf.Bytes(), atomicfile.Options{}); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
+			return nil, withCode(ExitUsage, fmt.Errorf("write baseline: %w", err))
 		}
 		p.Progressf("wrote %s to %s; replace each %q with the reason it is accepted",
 			plural(len(rep.Findings), "finding"), opts.writeBaseline, metalcheck.TODOReason)
-		return nil
+		return &auditReport{BaselineWritten: opts.writeBaseline}, nil
 	}
 
 	res := base.Apply(rep.Files, rep.Findings)
@@ -168,19 +211,5 @@ func runAudit(ctx context.Context, d *deps, opts *auditOptions) error {
 	for _, e := range res.Stale {
 		p.Warnf("baseline %s:%d: %s in %s matches no finding any more; remove the entry", baselinePath, e.Line, e.Rule, e.File)
 	}
-	switch format {
-	case formatJSON:
-		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteJSON(w, res) })
-	case formatSARIF:
-		err = p.RawResult(func(w io.Writer) error { return metalcheck.WriteSARIF(w, res, base.Reasons()) })
-	default:
-		err = metalcheck.WriteText(p.out, res) // one write: see WriteText
-	}
-	if err != nil {
-		return err
-	}
-	if len(res.New) > 0 {
-		return &silentError{code: ExitCheckFailed}
-	}
-	return nil
+	return &auditReport{Result: res, Reasons: base.Reasons()}, nil
 }

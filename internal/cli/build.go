@@ -108,13 +108,48 @@ type buildReport struct {
 	Cache      *builder.CacheStats `json:"cache"`
 	Torch      builder.TorchCheck  `json:"torch"`
 	Warnings   []string            `json:"warnings"`
+
+	res *builder.Result // what the text rendering shows
 }
 
 func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
+	rep, err := build(ctx, d, opts)
+	if err != nil {
+		return err
+	}
+	return writeBuild(d.printer(), rep)
+}
+
+// writeBuild renders build's result on stdout.
+func writeBuild(p *printer, rep *buildReport) error {
+	res := rep.res
+	return p.Result(rep, func(w io.Writer) {
+		if res.UpToDate {
+			fmt.Fprintf(w, "%s %s: nothing changed since the build of %s (--force rebuilds)\n", p.Paint(green, "up to date"),
+				rep.Tree, res.Provenance.BuiltAt.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(w, "%s %s in %s\n", p.Paint(green, "built"), rep.Tree, res.Duration.Round(time.Second))
+			fmt.Fprintf(w, "  because: %s\n", strings.Join(res.Changes, "; "))
+			fmt.Fprintf(w, "  log:   %s\n", res.LogPath)
+		}
+		fmt.Fprintf(w, "  stamp: %s\n", res.StampPath)
+		if n := len(res.Provenance.Patches); n > 0 {
+			fmt.Fprintf(w, "  series sha256:%s (%s applied)\n", res.Provenance.SeriesHash, plural(n, "patch"))
+		}
+		if res.Cache != nil {
+			fmt.Fprintf(w, "  compiler cache: %s\n", res.Cache)
+		}
+		fmt.Fprintf(w, "  torch: %s imports %s\n", res.Torch.Python, res.Torch.File)
+	})
+}
+
+// build does the work of `mpspatch build`, with its progress on d's stderr, and returns
+// what it built; writeBuild shows it.
+func build(ctx context.Context, d *deps, opts *buildOptions) (*buildReport, error) {
 	p := d.printer()
 	cfg, err := d.config()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env := maps.Clone(cfg.Build.Env)
 	if env == nil {
@@ -123,7 +158,7 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	for _, kv := range opts.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return usageErrorf("--env %q: want KEY=VALUE", kv)
+			return nil, usageErrorf("--env %q: want KEY=VALUE", kv)
 		}
 		env[k] = v
 	}
@@ -141,15 +176,15 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	}
 	if venv != "" {
 		if venv, err = filepath.Abs(venv); err != nil {
-			return usageErrorf("--venv %s: %v", opts.venv, err)
+			return nil, usageErrorf("--venv %s: %v", opts.venv, err)
 		}
 	}
 	if fi, err := os.Stat(opts.tree); err != nil || !fi.IsDir() {
-		return usageErrorf("tree %s: %v", opts.tree, errOr(err, errors.New("not a directory")))
+		return nil, usageErrorf("tree %s: %v", opts.tree, errOr(err, errors.New("not a directory")))
 	}
 	tree, err := filepath.Abs(opts.tree)
 	if err != nil {
-		return usageErrorf("tree %s: %v", opts.tree, err)
+		return nil, usageErrorf("tree %s: %v", opts.tree, err)
 	}
 
 	warn := &warnings{p: p}
@@ -170,51 +205,34 @@ func runBuild(ctx context.Context, d *deps, opts *buildOptions) error {
 	if errors.As(err, &shadow) {
 		// The build (if one ran) succeeded and is stamped; the interpreter imports
 		// another torch. Exit 4: nothing must test that torch as if it were this build.
-		return withCode(ExitBuildFailed, err)
+		return nil, withCode(ExitBuildFailed, err)
 	}
 	if err != nil {
 		var be *builder.BuildError
 		var ee *builder.EnvError
 		switch {
 		case ctx.Err() != nil:
-			return err
+			return nil, err
 		case errors.Is(err, builder.ErrNotPyTorch):
-			return withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		case errors.As(err, &ee):
-			return withCode(ExitUnsupported, err)
+			return nil, withCode(ExitUnsupported, err)
 		case errors.As(err, &be):
-			return withCode(ExitBuildFailed, err)
+			return nil, withCode(ExitBuildFailed, err)
 		}
-		return withCode(ExitBuildFailed, fmt.Errorf("build %s: %w", tree, err))
+		return nil, withCode(ExitBuildFailed, fmt.Errorf("build %s: %w", tree, err))
 	}
 	// Warnings from preflight were shown as they came; show the rest now.
 	for _, w := range res.Warnings {
 		warn.warn(w)
 	}
-	rep := buildReport{Tree: tree, UpToDate: res.UpToDate, Changes: nonNil(res.Changes), Venv: nonNil(res.Venv),
+	rep := &buildReport{res: res, Tree: tree, UpToDate: res.UpToDate, Changes: nonNil(res.Changes), Venv: nonNil(res.Venv),
 		Log: res.LogPath, Stamp: res.StampPath, Seconds: res.Duration.Seconds(),
 		Provenance: res.Provenance, Cache: res.Cache, Torch: res.Torch, Warnings: nonNil(res.Warnings)}
 	if res.UpToDate {
 		rep.Log = res.Provenance.Log
 	}
-	return p.Result(rep, func(w io.Writer) {
-		if res.UpToDate {
-			fmt.Fprintf(w, "%s %s: nothing changed since the build of %s (--force rebuilds)\n", p.Paint(green, "up to date"),
-				tree, res.Provenance.BuiltAt.Format(time.RFC3339))
-		} else {
-			fmt.Fprintf(w, "%s %s in %s\n", p.Paint(green, "built"), tree, res.Duration.Round(time.Second))
-			fmt.Fprintf(w, "  because: %s\n", strings.Join(res.Changes, "; "))
-			fmt.Fprintf(w, "  log:   %s\n", res.LogPath)
-		}
-		fmt.Fprintf(w, "  stamp: %s\n", res.StampPath)
-		if n := len(res.Provenance.Patches); n > 0 {
-			fmt.Fprintf(w, "  series sha256:%s (%s applied)\n", res.Provenance.SeriesHash, plural(n, "patch"))
-		}
-		if res.Cache != nil {
-			fmt.Fprintf(w, "  compiler cache: %s\n", res.Cache)
-		}
-		fmt.Fprintf(w, "  torch: %s imports %s\n", res.Torch.Python, res.Torch.File)
-	})
+	return rep, nil
 }
 
 func nonNil(s []string) []string {

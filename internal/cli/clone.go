@@ -68,10 +68,16 @@ make the tree look modified.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.dir, "dir", "pytorch", "directory to clone into (must not exist, or be empty)")
 	f.BoolVar(&opts.full, "full", false, "fetch the commit's whole history, not only the commit")
-	f.StringVar(&opts.filter, "filter", "auto", "partial-clone filter: auto (blob:none with --full), none, or a git filter spec")
-	f.IntVarP(&opts.jobs, "jobs", "j", 8, "submodules fetched at once")
+	f.StringVar(&opts.filter, "filter", defaultCloneFilter, "partial-clone filter: auto (blob:none with --full), none, or a git filter spec")
+	f.IntVarP(&opts.jobs, "jobs", "j", defaultCloneJobs, "submodules fetched at once")
 	return cmd
 }
+
+// The defaults of clone's flags, which `mpspatch run` clones with too.
+const (
+	defaultCloneFilter = "auto"
+	defaultCloneJobs   = 8
+)
 
 // cloneReport is the result of `mpspatch clone`.
 type cloneReport struct {
@@ -90,17 +96,44 @@ type cloneReport struct {
 }
 
 func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
-	p := d.printer()
-	cfg, err := d.config()
+	rep, err := clone(ctx, d, opts)
 	if err != nil {
 		return err
 	}
+	return writeClone(d.printer(), rep)
+}
+
+// writeClone renders clone's result on stdout: the report under --json, a line or two
+// otherwise.
+func writeClone(p *printer, rep *cloneReport) error {
+	return p.Result(rep, func(w io.Writer) {
+		if rep.Noop {
+			fmt.Fprintf(w, "%s is already a finished clone of %s at %s; nothing to do\n", rep.Dir, rep.URL, refName(*rep))
+			return
+		}
+		verb := "cloned"
+		if rep.Resumed {
+			verb = "cloned (resumed)"
+		}
+		fmt.Fprintf(w, "%s %s at %s into %s\n", p.Paint(green, verb), rep.URL, refName(*rep), rep.Dir)
+		fmt.Fprintf(w, "  log: %s\n", rep.Log)
+	})
+}
+
+// clone does the work of `mpspatch clone`, with its progress on d's stderr, and returns
+// what it did; writeClone shows it.
+func clone(ctx context.Context, d *deps, opts *cloneOptions) (*cloneReport, error) {
+	p := d.printer()
+	cfg, err := d.config()
+	if err != nil {
+		return nil, err
+	}
 	if opts.jobs < 1 {
-		return usageErrorf("--jobs %d: want at least 1", opts.jobs)
+		return nil, usageErrorf("--jobs %d: want at least 1", opts.jobs)
 	}
 	dir, err := filepath.Abs(opts.dir)
 	if err != nil {
-		return usageErrorf("--dir %s: %v", opts.dir, err)
+		return nil, usageErrorf("--dir %s: %v", opts.dir, err)
 	}
 	filter := opts.filter
 	switch filter {
@@ -114,32 +147,32 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	}
 	up := cfg.Upstream
 	if err := gitcli.CheckURL(up.URL); err != nil {
-		return withCode(ExitUsage, err)
+		return nil, withCode(ExitUsage, err)
 	}
 	shown := gitcli.RedactURL(up.URL)
 
 	g := &gitcli.Git{}
 	v, err := g.Version(ctx)
 	if err != nil {
-		return gitError(err)
+		return nil, gitError(err)
 	}
 	g, url := g.WithCredentials(up.URL)
 
 	resumed, err := gitcli.InterruptedClone(dir)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return nil, withCode(ExitUsage, err)
 	}
 	if !resumed {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return cloneNoop(ctx, p, g, dir, up.Commit, cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Full: opts.full})
+			return cloneNoop(ctx, g, dir, up.Commit, &cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Full: opts.full})
 		}
 		if err := checkEmptyDir(dir); err != nil {
-			return withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
 	}
 	if up.Tag != "" {
 		if err := verifyTag(ctx, g, url, shown, up.Tag, up.Commit); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
@@ -154,7 +187,7 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 	}
 	exclude = append(exclude, "/.mpspatch/", "/"+builder.ProvenanceFile)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return fmt.Errorf("clone: create log directory: %w", err)
+		return nil, fmt.Errorf("clone: create log directory: %w", err)
 	}
 	started := time.Now()
 	g.LogPath = filepath.Join(logDir, "clone-"+started.UTC().Format("20060102T150405Z")+".log")
@@ -184,18 +217,10 @@ func runClone(ctx context.Context, d *deps, opts *cloneOptions) error {
 		if ctx.Err() == nil {
 			err = fmt.Errorf("%w\nthe unfinished clone in %s is kept: run the same command again to resume it (or remove the directory to start over)", err, dir)
 		}
-		return err
+		return nil, err
 	}
-	rep := cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Resumed: resumed,
-		Full: opts.full, Filter: filter, Log: g.LogPath, Seconds: time.Since(started).Seconds()}
-	return p.Result(rep, func(w io.Writer) {
-		verb := "cloned"
-		if rep.Resumed {
-			verb = "cloned (resumed)"
-		}
-		fmt.Fprintf(w, "%s %s at %s into %s\n", p.Paint(green, verb), rep.URL, refName(rep), rep.Dir)
-		fmt.Fprintf(w, "  log: %s\n", rep.Log)
-	})
+	return &cloneReport{Dir: dir, URL: shown, Commit: up.Commit, Tag: up.Tag, Resumed: resumed,
+		Full: opts.full, Filter: filter, Log: g.LogPath, Seconds: time.Since(started).Seconds()}, nil
 }
 
 func refName(rep cloneReport) string {
@@ -207,18 +232,16 @@ func refName(rep cloneReport) string {
 
 // cloneNoop handles a directory that already holds a finished clone: at the pinned
 // commit it is a no-op that says so; at another commit it is refused.
-func cloneNoop(ctx context.Context, p *printer, g *gitcli.Git, dir, commit string, rep cloneReport) error {
+func cloneNoop(ctx context.Context, g *gitcli.Git, dir, commit string, rep *cloneReport) (*cloneReport, error) {
 	head, err := g.HeadCommit(ctx, dir)
 	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("clone into %s: it holds a git repository whose HEAD cannot be read: %w", dir, err))
+		return nil, withCode(ExitUsage, fmt.Errorf("clone into %s: it holds a git repository whose HEAD cannot be read: %w", dir, err))
 	}
 	if head != commit {
-		return withCode(ExitUsage, fmt.Errorf("clone into %s: it already holds a clone at %s, not the pinned %s; choose another --dir or remove it", dir, head, commit))
+		return nil, withCode(ExitUsage, fmt.Errorf("clone into %s: it already holds a clone at %s, not the pinned %s; choose another --dir or remove it", dir, head, commit))
 	}
 	rep.Noop = true
-	return p.Result(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "%s is already a finished clone of %s at %s; nothing to do\n", dir, rep.URL, refName(rep))
-	})
+	return rep, nil
 }
 
 // verifyTag refuses to clone when the configured tag no longer names the pinned commit

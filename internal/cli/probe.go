@@ -28,8 +28,14 @@ type probeOptions struct {
 // probeExecutable is the binary re-run as the probe child; tests point it at a built one.
 var probeExecutable = os.Executable
 
+// newProbeOptions are probe's defaults, the flags' and those of run's probe stage.
+func newProbeOptions() *probeOptions {
+	return &probeOptions{threads: []int{1, 2, 4, 8, 16}, iterations: 50, queues: string(probe.QueuesPerThread),
+		timeout: 60 * time.Second, backend: "metal"}
+}
+
 func newProbeCmd(d *deps) *cobra.Command {
-	opts := &probeOptions{}
+	opts := newProbeOptions()
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Stress Metal itself with concurrent submissions from many threads (macOS only)",
@@ -65,50 +71,76 @@ Exit status: 0 all scenarios passed, 1 some failed, 2 bad flags, 5 no Metal here
 		},
 	}
 	f := cmd.Flags()
-	f.IntSliceVar(&opts.threads, "threads", []int{1, 2, 4, 8, 16}, "thread counts, one scenario each")
-	f.IntVar(&opts.iterations, "iterations", 50, "command buffers each thread submits per scenario")
-	f.StringVar(&opts.queues, "queues", string(probe.QueuesPerThread), "command queues: per-thread or shared")
-	f.DurationVar(&opts.timeout, "timeout", 60*time.Second, "time limit for one scenario's child process")
+	f.IntSliceVar(&opts.threads, "threads", opts.threads, "thread counts, one scenario each")
+	f.IntVar(&opts.iterations, "iterations", opts.iterations, "command buffers each thread submits per scenario")
+	f.StringVar(&opts.queues, "queues", opts.queues, "command queues: per-thread or shared")
+	f.DurationVar(&opts.timeout, "timeout", opts.timeout, "time limit for one scenario's child process")
 	f.BoolVar(&opts.controls, "controls", false, "also run the negative controls, which Metal must abort")
 	f.StringVar(&opts.logDir, "log-dir", "", "directory for the child logs (default: a new temporary directory)")
-	f.StringVar(&opts.backend, "backend", "metal", "metal, or fake: an in-memory GPU that exercises the probe's machinery without Metal")
+	f.StringVar(&opts.backend, "backend", opts.backend, "metal, or fake: an in-memory GPU that exercises the probe's machinery without Metal")
 	_ = f.MarkHidden("backend")
 	cmd.AddCommand(newProbeChildCmd(d))
 	return cmd
 }
 
 func runProbe(ctx context.Context, d *deps, opts *probeOptions) error {
+	rep, err := probeMetal(ctx, d, opts)
+	if rep == nil {
+		return err
+	}
+	return writeProbe(d.printer(), rep, err)
+}
+
+// writeProbe renders the probe's report, a partial one when it was interrupted (err),
+// and returns the command's exit.
+func writeProbe(p *printer, rep *probe.Report, err error) error {
+	if perr := p.Result(*rep, func(w io.Writer) { writeProbeReport(w, p, *rep) }); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Pass {
+		return &silentError{code: ExitCheckFailed}
+	}
+	return nil
+}
+
+// probeMetal does the work of `mpspatch probe`, with its progress on d's stderr: the
+// report is nil when no scenario ran (the error says why), and the error is ctx's when
+// it was interrupted after some had.
+func probeMetal(ctx context.Context, d *deps, opts *probeOptions) (*probe.Report, error) {
 	queues := probe.QueueMode(opts.queues)
 	if queues != probe.QueuesPerThread && queues != probe.QueuesShared {
-		return usageErrorf("--queues %q: want per-thread or shared", opts.queues)
+		return nil, usageErrorf("--queues %q: want per-thread or shared", opts.queues)
 	}
 	if opts.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", opts.timeout)
+		return nil, usageErrorf("--timeout %s: must be positive", opts.timeout)
 	}
 	scenarios, err := probe.Matrix(opts.threads, opts.iterations, queues, opts.controls)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return nil, withCode(ExitUsage, err)
 	}
 	switch opts.backend {
 	case "metal":
 		if err := probe.Supported(); err != nil {
-			return withCode(ExitUnsupported, err)
+			return nil, withCode(ExitUnsupported, err)
 		}
 	case "fake":
 	default:
-		return usageErrorf("--backend %q: want metal or fake", opts.backend)
+		return nil, usageErrorf("--backend %q: want metal or fake", opts.backend)
 	}
 	exe, err := probeExecutable()
 	if err != nil {
-		return fmt.Errorf("probe: find the mpspatch binary to run the probe child: %w", err)
+		return nil, fmt.Errorf("probe: find the mpspatch binary to run the probe child: %w", err)
 	}
 	logDir := opts.logDir
 	if logDir == "" {
 		if logDir, err = os.MkdirTemp("", "mpspatch-probe-"); err != nil {
-			return fmt.Errorf("probe: create log directory: %w", err)
+			return nil, fmt.Errorf("probe: create log directory: %w", err)
 		}
 	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return fmt.Errorf("probe: create log directory: %w", err)
+		return nil, fmt.Errorf("probe: create log directory: %w", err)
 	}
 
 	p := d.printer()
@@ -128,21 +160,12 @@ func runProbe(ctx context.Context, d *deps, opts *probeOptions) error {
 			break
 		}
 		if s.Kind == probe.KindInfo && o.ExitCode == ExitUnsupported {
-			return withCode(ExitUnsupported, fmt.Errorf("probe: %s (log: %s)", o.Detail, o.Log))
+			return nil, withCode(ExitUnsupported, fmt.Errorf("probe: %s (log: %s)", o.Detail, o.Log))
 		}
 		p.Progressf("probe [%d/%d] %s: %s (%s)", i+1, len(all), s.Name(), verdict(o), time.Duration(o.ElapsedMS)*time.Millisecond)
 		rep.Add(o)
 	}
-	if err := p.Result(rep, func(w io.Writer) { writeProbeReport(w, p, rep) }); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if !rep.Pass {
-		return &silentError{code: ExitCheckFailed}
-	}
-	return nil
+	return &rep, ctx.Err()
 }
 
 // verdict is an outcome in a word or three: what it was, and whether that passes.

@@ -79,7 +79,7 @@ var commandNames = []string{"apply", "unapply", "check", "status", "version", "c
 func newCommand(d *deps, name string) *cobra.Command {
 	switch name {
 	case "apply":
-		return newApplyCmd(d)
+		return newApplyCmd(d, nil)
 	case "unapply":
 		return newUnapplyCmd(d)
 	case "check":
@@ -101,7 +101,7 @@ func newCommand(d *deps, name string) *cobra.Command {
 	case "build":
 		return newBuildCmd(d)
 	case "run":
-		return newRunCmd(d)
+		return newRunCmd(d, nil)
 	case "upstream":
 		return newUpstreamCmd(d)
 	case "cache":

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,15 +15,18 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/pipeline"
+	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/statekey"
 	"github.com/mpspatch/mpspatch/internal/suiteparam"
+	"github.com/mpspatch/mpspatch/metalcheck"
 )
 
 // hostOS is the platform the run decides Mac-only stages by; tests override it.
@@ -51,7 +55,9 @@ type runOptions struct {
 // The stages of `mpspatch run`, in order.
 var runStages = []string{"clone", "apply", "audit", "build", "probe", "verify"}
 
-func newRunCmd(d *deps) *cobra.Command {
+// newRunCmd builds run; runF, when not nil, replaces the work (tests of the flags read
+// the options it is given and run nothing).
+func newRunCmd(d *deps, runF func(context.Context, *runOptions) error) *cobra.Command {
 	opts := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run [DIR]",
@@ -59,7 +65,9 @@ func newRunCmd(d *deps) *cobra.Command {
 		Long: `Run the whole flow in one command: clone PyTorch at the pinned commit into DIR (or
 --dir), apply the series, audit the MPS sources, build, run the Metal probe, and verify
 with the concurrency suites. Each stage runs the same code as its own command, with its
-full output in a log under DIR/.mpspatch/run/logs/.
+full output in a log under DIR/.mpspatch/run/logs/ that starts with the command line doing
+the same by hand; its progress is shown on stderr meanwhile (one redrawn line on a
+terminal).
 
 Resumable: each stage that succeeds records a stamp of what it depended on (the series,
 the pinned commit, the interpreter, flags, the patched files, the mpspatch version), chained
@@ -98,6 +106,12 @@ when that is set). The exit code is the first failing stage's code.`,
 				}
 				opts.dir = args[0]
 			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
 			return runRun(cmd.Context(), d, opts)
 		},
 	}
@@ -122,21 +136,26 @@ when that is set). The exit code is the first failing stage's code.`,
 	return cmd
 }
 
-func runRun(ctx context.Context, d *deps, opts *runOptions) error {
-	format, err := d.outputFormat(opts.format, runFormats)
-	if err != nil {
-		return err
-	}
-	for _, s := range []string{opts.from, opts.until} {
+// check refuses flags that cannot work together, before anything is read or written.
+func (o *runOptions) check() error {
+	for _, s := range []string{o.from, o.until} {
 		if s != "" && !slices.Contains(runStages, s) {
 			return usageErrorf("stage %q: want one of %s", s, strings.Join(runStages, ", "))
 		}
 	}
-	if opts.from != "" && opts.until != "" && slices.Index(runStages, opts.until) < slices.Index(runStages, opts.from) {
-		return usageErrorf("--until %s comes before --from %s", opts.until, opts.from)
+	if o.from != "" && o.until != "" && slices.Index(runStages, o.until) < slices.Index(runStages, o.from) {
+		return usageErrorf("--until %s comes before --from %s", o.until, o.from)
 	}
-	if _, err := suiteparam.ParseDevice(opts.device); err != nil {
+	if _, err := suiteparam.ParseDevice(o.device); err != nil {
 		return usageErrorf("--device: %v", err)
+	}
+	return nil
+}
+
+func runRun(ctx context.Context, d *deps, opts *runOptions) error {
+	format, err := d.outputFormat(opts.format, runFormats)
+	if err != nil {
+		return err
 	}
 	cfg, err := d.config()
 	if err != nil {
@@ -183,13 +202,14 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 		url: cfg.Upstream.URL, commit: cfg.Upstream.Commit,
 		buildPython: cmp.Or(opts.python, cfg.Build.Python), verifyPython: cmp.Or(opts.python, cfg.Verify.Python)}
 	p := d.printer()
+	r.view = newStageView(p, d.io.ErrTTY)
 	key, err := statekey.Ensure()
 	if err != nil {
 		p.Warnf("%v; stages will not be stamped and all run every time", err)
 	}
 	sum, err := pipeline.Run(ctx, r.stages(), pipeline.Options{
 		Stamps: state.stamps, Logs: state.logs, Key: key, Checkout: state.checkout,
-		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p},
+		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p: p, view: r.view},
 	})
 	if err != nil {
 		// The stages were checked above: what is left is a stamp or log that could not be
@@ -247,6 +267,8 @@ type runner struct {
 	// The interpreters as configured or given: part of the build's and verify's inputs.
 	buildPython, verifyPython string
 	built                     bool // the build stage ran or is up to date in this run
+	// view shows the running stage's progress on run's stderr.
+	view *stageView
 }
 
 func (r *runner) stages() []pipeline.Stage {
@@ -285,16 +307,7 @@ func (r *runner) stages() []pipeline.Stage {
 			// Judged by the tree itself: up to date only while the files the series
 			// touches are as this stage left them (an unapplied tree runs it again).
 			State: r.treeState,
-			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-				var rep applyReport
-				if err := r.sub(ctx, log, &rep, r.withPatches("apply", "--tree", r.dir)...); err != nil {
-					return pipeline.Result{}, err
-				}
-				if rep.Noop {
-					return pipeline.Result{Detail: "the tree already held the series"}, nil
-				}
-				return pipeline.Result{Detail: plural(len(rep.Patches), "patch") + " applied"}, nil
-			},
+			Run:   r.apply,
 		},
 		{
 			Name: "audit",
@@ -322,22 +335,7 @@ func (r *runner) stages() []pipeline.Stage {
 				in["python"] = r.buildPython
 				return in, nil
 			},
-			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-				args := []string{"build", "--tree", r.dir}
-				if r.opts.python != "" {
-					args = append(args, "--python", r.opts.python)
-				}
-				var rep buildReport
-				if err := r.sub(ctx, log, &rep, r.withPatches(args...)...); err != nil {
-					return pipeline.Result{}, err
-				}
-				r.built = true
-				detail := fmt.Sprintf("built in %.0f s", rep.Seconds)
-				if rep.UpToDate {
-					detail = "up to date (nothing built)"
-				}
-				return pipeline.Result{Detail: detail, Report: rep.Log}, nil
-			},
+			Run: r.build,
 		},
 		{
 			Name: "probe",
@@ -345,9 +343,7 @@ func (r *runner) stages() []pipeline.Stage {
 			Inputs: func(context.Context) (map[string]string, error) {
 				return map[string]string{"mpspatch": version}, nil
 			},
-			Run: func(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-				return pipeline.Result{}, r.sub(ctx, log, nil, "probe")
-			},
+			Run: r.probe,
 		},
 		{
 			Name: "verify",
@@ -400,36 +396,118 @@ func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, err
 	if r.opts.full {
 		args = append(args, "--full")
 	}
-	var rep cloneReport
-	if err := r.sub(ctx, log, &rep, args...); err != nil {
+	opts := &cloneOptions{dir: r.dir, full: r.opts.full, filter: defaultCloneFilter, jobs: defaultCloneJobs}
+	var rep *cloneReport
+	err := r.stage(ctx, log, args, func(ctx context.Context, d *deps) (err error) {
+		if rep, err = clone(ctx, d, opts); err != nil {
+			return err
+		}
+		return writeClone(d.printer(), rep)
+	})
+	if err != nil {
 		return pipeline.Result{}, err
 	}
 	return pipeline.Result{Detail: "cloned " + shortSHA(rep.Commit), Report: rep.Log}, nil
 }
 
-// audit runs the audit with SARIF output kept in the report directory, where CI uploads
-// it to code scanning.
+// apply applies the series to the tree, under the lock run holds.
+func (r *runner) apply(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	opts := &applyOptions{treeOptions: treeOptions{tree: r.dir, patches: r.opts.patches}}
+	var res pipeline.Result
+	err := r.stage(ctx, log, r.withPatches("apply", "--tree", r.dir), func(ctx context.Context, d *deps) error {
+		rep, err := apply(ctx, d, opts)
+		if rep == nil {
+			return err
+		}
+		// The report's text for the log; the stage's outcome is the apply's own, without
+		// the silence of a command whose report went to the terminal.
+		_ = writeApply(d.printer(), rep, err)
+		if rep.Noop {
+			res.Detail = "the tree already held the series"
+		} else {
+			res.Detail = plural(len(rep.Patches), "patch") + " applied"
+		}
+		return applyError(rep, err)
+	})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return res, nil
+}
+
+// build builds the tree, under the lock run holds (nothing may change the tree while it
+// compiles).
+func (r *runner) build(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	args := []string{"build", "--tree", r.dir}
+	if r.opts.python != "" {
+		args = append(args, "--python", r.opts.python)
+	}
+	// jobs -1: the config's build.jobs, as the command without --jobs.
+	opts := &buildOptions{treeOptions: treeOptions{tree: r.dir, patches: r.opts.patches}, python: r.opts.python, jobs: -1}
+	var rep *buildReport
+	err := r.stage(ctx, log, r.withPatches(args...), func(ctx context.Context, d *deps) (err error) {
+		if rep, err = build(ctx, d, opts); err != nil {
+			return err
+		}
+		return writeBuild(d.printer(), rep)
+	})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	r.built = true
+	detail := fmt.Sprintf("built in %.0f s", rep.Seconds)
+	if rep.UpToDate {
+		detail = "up to date (nothing built)"
+	}
+	return pipeline.Result{Detail: detail, Report: rep.Log}, nil
+}
+
+// probe runs the Metal probe with its default matrix.
+func (r *runner) probe(ctx context.Context, log io.Writer) (pipeline.Result, error) {
+	err := r.stage(ctx, log, []string{"probe"}, func(ctx context.Context, d *deps) error {
+		rep, err := probeMetal(ctx, d, newProbeOptions())
+		if rep == nil {
+			return err
+		}
+		werr := writeProbe(d.printer(), rep, err)
+		var silent *silentError
+		if errors.As(werr, &silent) {
+			// The report, in the log, names the scenarios; the reason says where it is.
+			return withCode(silent.code, errors.New("scenarios failed; the report is in the log"))
+		}
+		return werr
+	})
+	return pipeline.Result{}, err
+}
+
+// audit runs the audit: its text report in the log, its SARIF kept in the report
+// directory, where CI uploads it to code scanning.
 func (r *runner) audit(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-	var out bytes.Buffer
-	err := r.subRaw(ctx, log, &out, "audit", "--tree", r.dir, "--format", "sarif")
-	path := filepath.Join(r.state.report.Path(), "audit.sarif")
-	if out.Len() > 0 {
-		if werr := r.state.report.WriteFile("audit.sarif", out.Bytes(), 0o644); werr != nil {
-			return pipeline.Result{}, werr
+	const sarifName = "audit.sarif"
+	path := filepath.Join(r.state.report.Path(), sarifName)
+	var res pipeline.Result
+	err := r.stage(ctx, log, []string{"audit", "--tree", r.dir}, func(ctx context.Context, d *deps) error {
+		rep, err := audit(ctx, d, &auditOptions{tree: r.dir})
+		if err != nil {
+			return err
 		}
-	}
-	var doc struct {
-		Runs []struct {
-			Results []json.RawMessage `json:"results"`
-		} `json:"runs"`
-	}
-	n := 0
-	if json.Unmarshal(out.Bytes(), &doc) == nil {
-		for _, run := range doc.Runs {
-			n += len(run.Results)
+		var sarif bytes.Buffer
+		if err := metalcheck.WriteSARIF(&sarif, rep.Result, rep.Reasons); err != nil {
+			return err
 		}
-	}
-	return pipeline.Result{Detail: plural(n, "finding"), Report: path}, err
+		// Redacted as the command's --format sarif is: as JSON, its strings only.
+		if err := r.state.report.WriteFile(sarifName, redact.JSON(sarif.Bytes()), 0o644); err != nil {
+			return err
+		}
+		res = pipeline.Result{Detail: plural(len(rep.New)+len(rep.Accepted), "finding"), Report: path}
+		_ = writeAudit(d.printer(), "text", rep)
+		fmt.Fprintf(d.io.Out, "SARIF: %s (mpspatch audit --tree %s --format sarif)\n", path, r.dir)
+		if len(rep.New) > 0 {
+			return withCode(ExitCheckFailed, fmt.Errorf("%s not in the baseline (see %s)", plural(len(rep.New), "new finding"), path))
+		}
+		return nil
+	})
+	return res, err
 }
 
 func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, error) {
@@ -494,19 +572,66 @@ func formatCounts(status string, counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// sub runs one mpspatch command in-process, exactly as a user would type it, with its
-// progress and errors in the stage's log and its JSON result decoded into v.
-func (r *runner) sub(ctx context.Context, log io.Writer, v any, args ...string) error {
-	var out bytes.Buffer
-	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)
-	if v != nil && out.Len() > 0 {
-		if jerr := json.Unmarshal(out.Bytes(), v); jerr != nil && err == nil {
-			return fmt.Errorf("%s: read its result: %w", args[0], jerr)
+// stage does one command's work as a stage of run, under the tree lock run holds: in the
+// log first the command line that does the same by hand, then what the command prints
+// (its text result and progress), then how it ended. do's error is the stage's, as the
+// command's own error: the pipeline's summary and progress line add only the stage.
+func (r *runner) stage(ctx context.Context, log io.Writer, args []string, do func(context.Context, *deps) error) error {
+	if r.d.global.configPath != "" {
+		args = append([]string{"--config", r.d.global.configPath}, args...)
+	}
+	own := newSafeWriter(log, false, false)
+	defer own.Flush()
+	fmt.Fprintf(own, "$ mpspatch %s\n", strings.Join(args, " "))
+	own.Flush()
+	d, done := r.stageDeps(log)
+	err := do(withHeldTreeLock(ctx, r.state.lock), d)
+	done()
+	code := exitCodeOf(err)
+	if err != nil {
+		if ctx.Err() != nil {
+			code = ExitInterrupted
 		}
+		fmt.Fprintf(own, "mpspatch: %s\n", errorMessage(err, code))
+	}
+	fmt.Fprintf(own, "exit %d\n", code)
+	if err != nil && strings.Contains(err.Error(), "\n") {
+		// The summary's reason is one line; the rest (a build's first errors) is above.
+		return firstLineError{err}
 	}
 	return err
 }
 
+// firstLineError is err, read as its first line.
+type firstLineError struct{ err error }
+
+func (e firstLineError) Error() string {
+	line, _, _ := strings.Cut(e.err.Error(), "\n")
+	return line
+}
+
+func (e firstLineError) Unwrap() error { return e.err }
+
+// stageDeps are the deps of a command run as a stage: run's config, no --json, its
+// results and progress in the stage's log (through the filters Main puts on stdout and
+// stderr), its progress shown live too (see stageView). done flushes them.
+func (r *runner) stageDeps(log io.Writer) (d *deps, done func()) {
+	out := newSafeWriter(log, false, false)
+	errw := newSafeWriter(io.MultiWriter(log, r.view), false, false)
+	d = &deps{
+		io:     IOStreams{In: strings.NewReader(""), Out: out, Err: errw, Getenv: r.d.io.Getenv},
+		global: &globalOptions{configPath: r.d.global.configPath},
+	}
+	return d, func() {
+		out.Flush()
+		errw.Flush()
+		r.view.end()
+	}
+}
+
+// subRaw runs one mpspatch command in-process through Main, as a user would type it,
+// with its stdout in out and the log, its stderr in the log and shown live: the verify
+// stage only (it moves to a direct call with verify's session).
 func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string) error {
 	name := args[0]
 	if name == "--json" && len(args) > 1 {
@@ -516,7 +641,8 @@ func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string)
 		args = append([]string{"--config", r.d.global.configPath}, args...)
 	}
 	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
-	code := Main(withHeldTreeLock(ctx, r.state.lock), args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: log, Getenv: r.d.io.Getenv})
+	code := Main(withHeldTreeLock(ctx, r.state.lock), args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: io.MultiWriter(log, r.view), Getenv: r.d.io.Getenv})
+	r.view.end()
 	fmt.Fprintf(log, "exit %d\n", code)
 	if code == ExitOK {
 		return nil
@@ -524,12 +650,17 @@ func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return withCode(code, fmt.Errorf("mpspatch %s failed (exit %d)%s", name, code, lastErrorLine(log)))
+	// The command's own error line is the reason; the summary says which stage failed
+	// with which code.
+	if msg := lastErrorLine(log); msg != "" {
+		return withCode(code, errors.New(msg))
+	}
+	return withCode(code, fmt.Errorf("%s: %s", name, cmp.Or(codeSummaries[code], fmt.Sprintf("exit %d", code))))
 }
 
-// lastErrorLine returns ": <the last 'mpspatch: ...' line>" of a log, when the log is a
-// file that can be read back (through the open file: its name is not looked up again),
-// looking at its last 64 KiB only.
+// lastErrorLine returns the last "mpspatch: ..." line of a log, without that prefix, when
+// the log is a file that can be read back (through the open file: its name is not looked
+// up again), looking at its last 64 KiB only.
 func lastErrorLine(log io.Writer) string {
 	f, ok := log.(*os.File)
 	if !ok {
@@ -548,7 +679,7 @@ func lastErrorLine(log io.Writer) string {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if msg, ok := strings.CutPrefix(lines[i], "mpspatch: "); ok {
-			return ": " + msg
+			return msg
 		}
 	}
 	return ""
@@ -581,14 +712,21 @@ func shortSHA(s string) string {
 	return s
 }
 
-// runReporter shows stage progress on stderr.
-type runReporter struct{ p *printer }
+// runReporter shows stage progress on stderr: a line as each stage starts and ends, the
+// running stage's own progress between them (view).
+type runReporter struct {
+	p    *printer
+	view *stageView
+}
 
 func (r runReporter) Start(name string, i, n int, log string) {
+	r.view.bar.clear()
 	r.p.Progressf("run: [%d/%d] %s (log %s)", i, n, name, log)
 }
 
 func (r runReporter) Done(s pipeline.StageReport) {
+	r.view.end()
+	r.view.bar.clear()
 	switch s.Outcome {
 	case pipeline.Ran:
 		r.p.Progressf("run: %s done in %s%s", s.Name, roundSeconds(s.Seconds), suffix(s.Detail))
@@ -598,6 +736,67 @@ func (r runReporter) Done(s pipeline.StageReport) {
 		r.p.Progressf("run: %s skipped: %s", s.Name, s.Reason)
 	case pipeline.Failed, pipeline.Interrupted:
 		r.p.Progressf("run: %s %s (exit %d): %s", s.Name, s.Outcome, s.Code, s.Reason)
+	}
+}
+
+// stageView shows the running stage's progress on run's stderr. It is written what the
+// stage writes to its stderr, which are already the plain lines a command prints when its
+// stderr is not a terminal (a line per build phase or 5%, per clone phase or 10%, never
+// one per git update). On a terminal each line replaces the last on one redrawn line (the
+// build's progressLine); elsewhere each is printed once. Warnings keep a line of their
+// own; a command's closing error line is left to the stage's summary line.
+type stageView struct {
+	mu   sync.Mutex
+	p    *printer
+	bar  *progressLine
+	part []byte // a line not yet ended
+}
+
+// maxViewLine bounds a line the view holds while waiting for its end.
+const maxViewLine = 4 << 10
+
+func newStageView(p *printer, tty bool) *stageView {
+	return &stageView{p: p, bar: newProgressLine(p, tty)}
+}
+
+func (v *stageView) Write(b []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.part = append(v.part, b...)
+	for {
+		i := bytes.IndexByte(v.part, '\n')
+		if i < 0 {
+			break
+		}
+		v.show(string(v.part[:i]))
+		v.part = v.part[i+1:]
+	}
+	if len(v.part) > maxViewLine {
+		v.show(string(v.part))
+		v.part = v.part[:0]
+	}
+	return len(b), nil
+}
+
+// end shows what is left of an unfinished line when a stage ends.
+func (v *stageView) end() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.part) > 0 {
+		v.show(string(v.part))
+		v.part = v.part[:0]
+	}
+}
+
+func (v *stageView) show(line string) {
+	line = strings.TrimRight(line, "\r")
+	switch {
+	case line == "", strings.HasPrefix(line, "mpspatch: "):
+	case strings.HasPrefix(line, "warning: "):
+		v.bar.clear()
+		v.p.Warnf("%s", strings.TrimPrefix(line, "warning: "))
+	default:
+		v.bar.update(line, line, false)
 	}
 }
 

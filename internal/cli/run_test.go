@@ -279,9 +279,13 @@ func TestRunFailureStopsWithTheStageCodeAndMarkdownSummary(t *testing.T) {
 	if have != "clone=ran apply=ran audit=ran build=failed probe=not-reached verify=not-reached" || rep.Code != ExitBuildFailed {
 		t.Fatalf("have %s, code %d", have, rep.Code)
 	}
-	// The reason names the command that failed and quotes its error line from the log.
-	if why := rep.Stages[3].Reason; !strings.HasPrefix(why, "mpspatch build failed (exit 4): ") {
+	// The reason is the build's own error, once: its first line (the rest is in the
+	// log), not wrapped again in "mpspatch build failed (exit 4)".
+	if why := rep.Stages[3].Reason; !strings.HasPrefix(why, "build failed: ") || strings.Contains(why, "\n") || strings.Contains(why, "exit 4") {
 		t.Errorf("build's reason: %q", why)
+	}
+	if line := lineWith(stderr, "run: build failed"); line != "run: build failed (exit 4): "+rep.Stages[3].Reason {
+		t.Errorf("stderr's line for the failed build: %q, want the reason after one \"failed (exit 4)\"", line)
 	}
 	md, err := os.ReadFile(summary)
 	if err != nil {
@@ -307,4 +311,14 @@ func TestRunFailureStopsWithTheStageCodeAndMarkdownSummary(t *testing.T) {
 		!strings.Contains(rep.Stages[0].Reason, "not of the pinned commit") {
 		t.Errorf("foreign checkout: exit %d, %s, %+v", code, have, rep.Stages[0])
 	}
+}
+
+// lineWith returns the first line of s that contains sub, or "".
+func lineWith(s, sub string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }
