@@ -16,7 +16,7 @@
 // crash costs one test, never the file and never mpspatch.
 //
 // Results reach an Observer as they happen. Report aggregates them (the verdict rule: a
-// test passes only if every repetition passes; nothing is rerun), and DirWriter keeps
+// test passes only if every repetition passes; nothing is rerun), and dirWriter keeps
 // results.jsonl, junit.xml and a self-contained report.html with the scaling charts (gonum
 // plot, inline SVG) up to date after every result. ReadReport reads results.jsonl back.
 //

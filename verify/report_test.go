@@ -222,11 +222,11 @@ func TestWriteHTMLEmpty(t *testing.T) {
 	}
 }
 
-// DirWriter keeps valid reports at every step: a run killed after any result leaves files
+// dirWriter keeps valid reports at every step: a run killed after any result leaves files
 // that parse and hold what finished.
 func TestDirWriterIncremental(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewDirWriter(dir, RunInfo{Profile: "quick", Repeat: 1})
+	w, err := newDirWriter(dir, RunInfo{Profile: "quick", Repeat: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

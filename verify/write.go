@@ -97,7 +97,7 @@ func WriteRecord(w io.Writer, rec Record) error {
 }
 
 // WriteJSONL writes the whole report as JSON lines: run, envs, results, scaling rows,
-// notices, summary. The live writer (DirWriter) produces the same lines in arrival order.
+// notices, summary. The live writer (dirWriter) produces the same lines in arrival order.
 func WriteJSONL(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
 	recs := []Record{RunRecord(r.Info)}
@@ -215,10 +215,10 @@ func WriteJUnit(w io.Writer, r *Report) error {
 	return s.WriteXML(w)
 }
 
-// DirWriter writes the report directory as results arrive: results.jsonl grows a line per
+// dirWriter writes the report directory as results arrive: results.jsonl grows a line per
 // event, junit.xml and report.html are rewritten (atomically) after each result, so a run
 // stopped at any point leaves valid reports of what finished.
-type DirWriter struct {
+type dirWriter struct {
 	Dir    string
 	report *Report
 	jsonl  *os.File
@@ -232,8 +232,8 @@ const (
 	HTMLFile    = "report.html"
 )
 
-// NewDirWriter creates dir and starts results.jsonl with the run record.
-func NewDirWriter(dir string, info RunInfo) (*DirWriter, error) {
+// newDirWriter creates dir and starts results.jsonl with the run record.
+func newDirWriter(dir string, info RunInfo) (*dirWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create report dir: %w", err)
 	}
@@ -241,62 +241,62 @@ func NewDirWriter(dir string, info RunInfo) (*DirWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create report: %w", err)
 	}
-	w := &DirWriter{Dir: dir, report: &Report{Info: info}, jsonl: f}
+	w := &dirWriter{Dir: dir, report: &Report{Info: info}, jsonl: f}
 	w.line(RunRecord(info))
 	w.render()
 	return w, nil
 }
 
 // Report is the report collected so far.
-func (w *DirWriter) Report() *Report { return w.report }
+func (w *dirWriter) Report() *Report { return w.report }
 
 // Err is the first write error, if any; the run goes on, the caller reports it at the end.
-func (w *DirWriter) Err() error { return w.err }
+func (w *dirWriter) Err() error { return w.err }
 
-func (w *DirWriter) line(rec Record) {
+func (w *dirWriter) line(rec Record) {
 	if err := WriteRecord(w.jsonl, rec); err != nil && w.err == nil {
 		w.err = fmt.Errorf("write %s: %w", filepath.Join(w.Dir, ResultsFile), err)
 	}
 }
 
-// Env implements Observer.
-func (w *DirWriter) Env(e Env) {
+// Env implements events.
+func (w *dirWriter) Env(e Env) {
 	w.report.Env(e)
 	w.line(EnvRecord(e))
 	w.render()
 }
 
-// Started implements Observer.
-func (w *DirWriter) Started(string, string) {}
+// Started implements events.
+func (w *dirWriter) Started(string, string) {}
 
-// Result implements Observer.
-func (w *DirWriter) Result(res Result) {
+// Result implements events.
+func (w *dirWriter) Result(res Result) {
 	w.report.Result(res)
 	w.line(ResultRecord(res))
 	w.render()
 }
 
-// Scaling implements Observer; the HTML is redrawn when the results next change or at Close.
-func (w *DirWriter) Scaling(s ScalingRow) {
+// Scaling implements events; the HTML is redrawn when the results next change or at Close.
+func (w *dirWriter) Scaling(s ScalingRow) {
 	w.report.Scaling(s)
 	w.line(ScalingRecord(s))
 }
 
-// Boundary implements Observer.
-func (w *DirWriter) Boundary(b BoundaryRow) {
+// Boundary implements events.
+func (w *dirWriter) Boundary(b BoundaryRow) {
 	w.report.Boundary(b)
 	w.line(BoundaryRecord(b))
 }
 
-// Notice implements Observer.
-func (w *DirWriter) Notice(target, msg string) {
+// Notice implements events.
+func (w *dirWriter) Notice(target, msg string) {
 	w.report.Notice(target, msg)
 	w.line(NoticeRecord(target, msg))
 }
 
 // Close writes the summary line and the final junit.xml and report.html. interrupted marks
 // a run stopped before the end.
-func (w *DirWriter) Close(interrupted bool) error {
+func (w *dirWriter) Close(interrupted bool) error {
 	w.report.Interrupted = interrupted
 	w.line(SummaryRecord(w.report))
 	if err := w.jsonl.Close(); err != nil && w.err == nil {
@@ -306,7 +306,7 @@ func (w *DirWriter) Close(interrupted bool) error {
 	return w.err
 }
 
-func (w *DirWriter) render() {
+func (w *dirWriter) render() {
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, *Report) error

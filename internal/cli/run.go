@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/mpspatch/mpspatch/internal/pipeline"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/statekey"
+	"github.com/mpspatch/mpspatch/verify"
 )
 
 // hostOS is the platform the run decides Mac-only stages by; tests override it.
@@ -34,17 +36,11 @@ type runOptions struct {
 	full        bool
 	build       bool
 	python      string
-	device      string
-	profile     string
-	suites      []string
 	reportDir   string
 	format      string
 	summaryFile string
-	noScaling   bool
-	suitesDir   string
-	// allowForeign is passed to verify: run the suites even when the interpreter's torch
-	// is not the build in --dir.
-	allowForeign bool
+	// verifyFlags are verify's own flags, declared and checked by verify (addVerifyFlags).
+	verifyFlags
 }
 
 // The stages of `mpspatch run`, in order.
@@ -108,15 +104,10 @@ when that is set). The exit code is the first failing stage's code.`,
 	f.BoolVar(&opts.full, "full", false, "clone the whole history (for rebasing the series), not only the commit")
 	f.BoolVar(&opts.build, "build", false, "build on a platform without MPS too (default: build only on macOS)")
 	f.StringVar(&opts.python, "python", "", "interpreter that builds and is verified (default: config build.python / verify.python)")
-	f.BoolVar(&opts.allowForeign, "allow-foreign-torch", false, "verify even when the interpreter's torch is not the build in --dir (passed to verify)")
-	f.StringVar(&opts.device, "device", "", "device the suites run on: mps, cuda or cpu (default: config verify.device, else mps)")
-	f.StringVar(&opts.profile, "profile", "", "suite profile: quick or full (default: config verify.profile)")
-	f.StringArrayVar(&opts.suites, "suite", nil, "run only this suite file in verify (repeatable)")
+	addVerifyFlags(f, &opts.verifyFlags, "mps")
+	_ = f.MarkHidden("suites-dir")
 	f.StringVar(&opts.reportDir, "report-dir", "", "where verify and audit reports go (default: DIR/.mpspatch/run/report)")
 	f.StringVar(&opts.format, "format", "", "summary format: text, json or markdown (default text; json with --json)")
-	f.BoolVar(&opts.noScaling, "no-scaling", false, "verify without the scaling benchmark")
-	f.StringVar(&opts.suitesDir, "suites-dir", "", "verify with the suites in this directory (for suite authors)")
-	_ = f.MarkHidden("suites-dir")
 	f.StringVar(&opts.summaryFile, "summary-file", "", "also append the Markdown summary to this file (default: $GITHUB_STEP_SUMMARY when set)")
 	return cmd
 }
@@ -134,10 +125,8 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 	if opts.from != "" && opts.until != "" && slices.Index(runStages, opts.until) < slices.Index(runStages, opts.from) {
 		return usageErrorf("--until %s comes before --from %s", opts.until, opts.from)
 	}
-	switch opts.device {
-	case "", "mps", "cuda", "cpu":
-	default:
-		return usageErrorf("--device %q: want mps, cuda or cpu", opts.device)
+	if err := checkDevice(opts.device); err != nil {
+		return err
 	}
 	cfg, err := d.config()
 	if err != nil {
@@ -439,43 +428,55 @@ func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, er
 	if err := r.state.report.CheckNoLinks(); err != nil {
 		return pipeline.Result{}, confinedError(err)
 	}
-	args := []string{"verify", "--device", r.device, "--report-dir", r.reportDir}
-	if r.opts.python != "" {
-		args = append(args, "--python", r.opts.python)
+	cfg, err := r.d.config()
+	if err != nil {
+		return pipeline.Result{}, err
 	}
-	if r.opts.profile != "" {
-		args = append(args, "--profile", r.opts.profile)
-	}
-	for _, s := range r.opts.suites {
-		args = append(args, "--suite", s)
-	}
-	if r.opts.noScaling {
-		args = append(args, "--no-scaling")
-	}
-	if r.opts.suitesDir != "" {
-		args = append(args, "--suites-dir", r.opts.suitesDir)
-	}
+	// The same options, defaults and checks as `mpspatch verify`, which the log shows as
+	// the command that does this stage again.
+	o := &verifyOptions{verifyFlags: r.opts.verifyFlags, python: r.opts.python, reportDir: r.reportDir, repeat: 1}
+	o.device, o.deviceSet = r.device, true
 	if r.built {
 		// Only a torch built in this tree is checked against it; without a build the
 		// suites run against whatever torch the interpreter has, as the summary says.
-		args = append(args, "--tree", r.dir)
-		if r.opts.allowForeign {
-			args = append(args, "--allow-foreign-torch")
-		}
+		o.tree = r.dir
+	} else {
+		o.allowForeign = false
 	}
-	var out bytes.Buffer
-	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)
-	res := pipeline.Result{Report: filepath.Join(r.reportDir, "report.html")}
-	// verify writes JSON Lines; the last summary record has the counts.
-	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
-		var rec struct {
-			Type   string         `json:"type"`
-			Status string         `json:"status"`
-			Counts map[string]int `json:"counts"`
+	args := o.args()
+	if r.d.global.configPath != "" {
+		args = append([]string{"--config", r.d.global.configPath}, args...)
+	}
+	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
+	err = o.resolve(cfg)
+	var plan verify.Plan
+	if err == nil {
+		plan, err = o.plan()
+	}
+	var rep *verify.Report
+	if err == nil {
+		// The stage log gets what the command prints, made safe as a terminal's text is.
+		safe := newSafeWriter(log, false, false)
+		p := newPrinter(IOStreams{Out: safe, Err: safe}, false, false)
+		term := &verifyTerminal{p: p}
+		rep, err = verify.Run(ctx, plan, term)
+		term.clear()
+		err = finishVerify(ctx, p, rep, err, o.reportDir)
+		safe.Flush()
+	}
+	code := exitCodeOf(err)
+	fmt.Fprintf(log, "exit %d\n", code)
+	var silent *silentError
+	if errors.As(err, &silent) {
+		err = withCode(code, errors.New(codeSummaries[code])) // the table in the log says which
+	}
+	res := pipeline.Result{Report: filepath.Join(r.reportDir, verify.HTMLFile)}
+	if rep != nil {
+		counts := map[string]int{}
+		for o, n := range rep.Counts(verify.TargetPatched) {
+			counts[string(o)] = n
 		}
-		if json.Unmarshal(line, &rec) == nil && rec.Type == "summary" {
-			res.Detail = formatCounts(rec.Status, rec.Counts)
-		}
+		res.Detail = formatCounts(rep.Status(), counts)
 	}
 	return res, err
 }
