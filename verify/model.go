@@ -55,7 +55,7 @@ type Result struct {
 	Duration   float64  `json:"duration"` // seconds
 	Message    string   `json:"message,omitempty"`
 	Death      string   `json:"death,omitempty"`      // how a crashed process ended: "SIGSEGV"
-	Signatures []string `json:"signatures,omitempty"` // known messages found (see Signatures)
+	Signatures []string `json:"signatures,omitempty"` // known messages found (see crashSignatures)
 	Log        string   `json:"log,omitempty"`        // the process's log, relative to the report dir
 }
 

@@ -238,11 +238,11 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 			case pr.hung:
 				res.Outcome = Timeout
 				res.Message = fmt.Sprintf("no progress for %s; process group killed", r.opts.Timeout)
-				res.Signatures = MatchSignatures(pr.stderr)
+				res.Signatures = matchSignatures(pr.stderr)
 			default:
 				res.Outcome = Crash
 				res.Death = death.String()
-				res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+				res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 				res.Message = crashMessage(death, pr.stderr)
 			}
 			r.result(res)
@@ -267,7 +267,7 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 
 // fileLevel records a process that broke outside any test (collection, session teardown),
 // or that collected nothing at all on its first try.
-func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death Death) {
+func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death processDeath) {
 	res := Result{ID: file, File: file, Repeat: rep, Log: pr.log}
 	switch {
 	case pr.hung:
@@ -279,7 +279,7 @@ func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death D
 			res.Outcome = Crash
 		}
 		res.Death = death.String()
-		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+		res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 		res.Message = "suite process failed outside any test (" + death.String() + "): " + pytestError(pr)
 	case pr.res.ExitCode == 5 && attempt == 1 && pr.started == 0:
 		res.Outcome = Error
@@ -317,7 +317,7 @@ func (r *runner) runBench(ctx context.Context) error {
 		res.Message = "benchmark failed (" + death.String() + "): " + pytestError(pr)
 	}
 	if res.Outcome != Pass {
-		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+		res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 	}
 	r.result(res)
 	return nil
@@ -430,7 +430,7 @@ func (r *runner) limit(inTest bool) time.Duration {
 // outsideTestLimit bounds the silence of a suite process outside any test.
 const outsideTestLimit = 2 * time.Minute
 
-func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
+func (r *runner) handle(e suiteEvent, file string, rep int, pr *procResult) {
 	switch e.Event {
 	case "env":
 		changed := false
@@ -472,7 +472,7 @@ func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
 		res := Result{ID: e.ID, File: file, Repeat: rep, Outcome: o, Duration: e.Duration,
 			Message: msg, Log: pr.log}
 		if o.Failed() {
-			res.Signatures = MatchSignatures(e.Message)
+			res.Signatures = matchSignatures(e.Message)
 		}
 		r.result(res)
 	case "boundary":
@@ -497,7 +497,7 @@ func (r *runner) relative(p string) string {
 	return filepath.ToSlash(rel)
 }
 
-func outcomeWord(pr procResult, d Death) string {
+func outcomeWord(pr procResult, d processDeath) string {
 	if pr.hung {
 		return "timeout"
 	}
@@ -507,7 +507,7 @@ func outcomeWord(pr procResult, d Death) string {
 // crashMessage is the one line a report shows for a crash: how it died and the most telling
 // line the process wrote to stderr (a known signature, else Python's fatal-error line, else
 // the last line that is not a stack frame).
-func crashMessage(d Death, stderr string) string {
+func crashMessage(d processDeath, stderr string) string {
 	line := tellingLine(stderr)
 	if line == "" {
 		return "process died: " + d.String()
@@ -517,7 +517,7 @@ func crashMessage(d Death, stderr string) string {
 
 func tellingLine(stderr string) string {
 	lines := strings.Split(stderr, "\n")
-	for _, s := range Signatures {
+	for _, s := range crashSignatures {
 		for _, l := range lines {
 			if strings.Contains(l, s.Match) {
 				return strings.TrimSpace(l)
