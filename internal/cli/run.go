@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -428,12 +427,7 @@ func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, er
 	if err := r.state.report.CheckNoLinks(); err != nil {
 		return pipeline.Result{}, confinedError(err)
 	}
-	cfg, err := r.d.config()
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	// The same options, defaults and checks as `mpspatch verify`, which the log shows as
-	// the command that does this stage again.
+	// The options `mpspatch verify` would have; the log shows that command line.
 	o := &verifyOptions{verifyFlags: r.opts.verifyFlags, python: r.opts.python, reportDir: r.reportDir, repeat: 1}
 	o.device, o.deviceSet = r.device, true
 	if r.built {
@@ -443,33 +437,7 @@ func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, er
 	} else {
 		o.allowForeign = false
 	}
-	args := o.args()
-	if r.d.global.configPath != "" {
-		args = append([]string{"--config", r.d.global.configPath}, args...)
-	}
-	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
-	err = o.resolve(cfg)
-	var plan verify.Plan
-	if err == nil {
-		plan, err = o.plan()
-	}
-	var rep *verify.Report
-	if err == nil {
-		// The stage log gets what the command prints, made safe as a terminal's text is.
-		safe := newSafeWriter(log, false, false)
-		p := newPrinter(IOStreams{Out: safe, Err: safe}, false, false)
-		term := &verifyTerminal{p: p}
-		rep, err = verify.Run(ctx, plan, term)
-		term.clear()
-		err = finishVerify(ctx, p, rep, err, o.reportDir)
-		safe.Flush()
-	}
-	code := exitCodeOf(err)
-	fmt.Fprintf(log, "exit %d\n", code)
-	var silent *silentError
-	if errors.As(err, &silent) {
-		err = withCode(code, errors.New(codeSummaries[code])) // the table in the log says which
-	}
+	rep, err := verifyInLog(ctx, r.d, o, log)
 	res := pipeline.Result{Report: filepath.Join(r.reportDir, verify.HTMLFile)}
 	if rep != nil {
 		counts := map[string]int{}

@@ -280,6 +280,44 @@ func runVerify(ctx context.Context, d *deps, opts *verifyOptions) error {
 	return finishVerify(ctx, p, rep, err, opts.reportDir)
 }
 
+// verifyInLog is `mpspatch verify` with the options o, for run's verify stage: the same
+// defaults, checks and session, its text output made safe in log, which starts with the
+// command line that does the same again by hand and ends with its exit code.
+func verifyInLog(ctx context.Context, d *deps, o *verifyOptions, log io.Writer) (*verify.Report, error) {
+	args := o.args()
+	if d.global.configPath != "" {
+		args = append([]string{"--config", d.global.configPath}, args...)
+	}
+	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
+	rep, err := func() (*verify.Report, error) {
+		cfg, err := d.config()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.resolve(cfg); err != nil {
+			return nil, err
+		}
+		plan, err := o.plan()
+		if err != nil {
+			return nil, err
+		}
+		safe := newSafeWriter(log, false, false)
+		defer safe.Flush()
+		p := newPrinter(IOStreams{Out: safe, Err: safe}, false, false)
+		term := &verifyTerminal{p: p}
+		rep, err := verify.Run(ctx, plan, term)
+		term.clear()
+		return rep, finishVerify(ctx, p, rep, err, o.reportDir)
+	}()
+	code := exitCodeOf(err)
+	fmt.Fprintf(log, "exit %d\n", code)
+	var silent *silentError
+	if errors.As(err, &silent) {
+		err = withCode(code, errors.New(codeSummaries[code])) // the table in the log says which tests
+	}
+	return rep, err
+}
+
 // finishVerify shows the result of a verify session (the table, or the --json summary)
 // and maps it to the command's exit: 1 when a test failed or none reported, 5 for an
 // environment that cannot run the suites, 2 for a plan that selects nothing there is.
@@ -307,12 +345,12 @@ func finishVerify(ctx context.Context, p *printer, rep *verify.Report, err error
 
 // verifyStartError maps the error of a session that failed before anything ran.
 func verifyStartError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // "interrupted", whatever step it cut short
+	}
 	var pe *verify.ProbeError
 	isProbe := errors.As(err, &pe)
-	switch {
-	case isProbe && ctx.Err() != nil:
-		return ctx.Err()
-	case isProbe && pe.Log != "":
+	if isProbe && pe.Log != "" {
 		err = &logError{err: err, log: pe.Log} // the --json error's details.log
 	}
 	switch {

@@ -158,3 +158,42 @@ func TestVerifyThatFailsEarlyLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRunVerifyStageLogsItsCommandLine: run's verify stage calls the session directly and
+// its log starts with the `mpspatch verify` line that does the same again by hand.
+func TestRunVerifyStageLogsItsCommandLine(t *testing.T) {
+	f := newRunFixture(t)
+	t.Setenv("FAKE_MODE", "ok")
+	hostOS = "linux"
+	code, stdout, stderr := runMain(t, f.args()...)
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	_, rep := runOutcomes(t, stdout)
+	stage := rep.Stages[len(rep.Stages)-1]
+	if stage.Name != "verify" || !strings.Contains(stage.Detail, "1 pass") {
+		t.Fatalf("verify stage: %+v", stage)
+	}
+	data, err := os.ReadFile(stage.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	first, _, _ := strings.Cut(log, "\n")
+	want := "$ mpspatch --config " + f.config + " verify --tree " + f.dir + " --allow-foreign-torch --device cpu"
+	if !strings.HasPrefix(first, want) {
+		t.Fatalf("the log's first line:\n%s\nwant it to start with\n%s", first, want)
+	}
+	for _, w := range []string{"patched: torch ", "patched: 1 pass", "\nexit 0\n"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
+	}
+
+	// The line does the same again by hand.
+	again := strings.Fields(strings.TrimPrefix(first, "$ mpspatch "))
+	code, stdout, stderr = runMain(t, again...)
+	if code != ExitOK || !strings.Contains(stdout, "patched: 1 pass") {
+		t.Errorf("%s: exit %d\n%s\n%s", first, code, stdout, stderr)
+	}
+}
