@@ -44,7 +44,7 @@ func benchSuite(b *testing.B, n int, crash bool) string {
 func timeRun(b *testing.B, py, dir string) time.Duration {
 	b.Helper()
 	start := time.Now()
-	err := Run(context.Background(), Options{
+	err := runSuites(context.Background(), suiteOptions{
 		Target: TargetPatched, Env: Env{Target: TargetPatched, Interpreter: py, Device: "cpu"},
 		Profile: "quick", Files: []string{"test_bench.py"}, Timeout: time.Minute,
 		SuitesDir: dir, LogDir: filepath.Join(b.TempDir(), "logs"),

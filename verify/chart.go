@@ -18,9 +18,9 @@ import (
 // thread axis labelled at every measured count, a linear or log10 value axis, one polyline
 // per curve, a legend beside the data, and the page's own font.
 
-// SeriesColors are the curve colours, one per model in order of appearance. The HTML test
+// seriesColors are the curve colours, one per model in order of appearance. The HTML test
 // looks for the first one in a screenshot, so the page's own CSS must not use them.
-var SeriesColors = []color.RGBA{
+var seriesColors = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, // blue
 	{0xff, 0x7f, 0x0e, 0xff}, // orange
 	{0x2c, 0xa0, 0x2c, 0xff}, // green
@@ -43,12 +43,12 @@ var chartMetrics = []metric{
 	{"Efficiency T(n) / (n·T(1))", "efficiency", func(s ScalingRow) float64 { return s.Efficiency }, false, false, 1},
 }
 
-// ScalingCharts renders one inline SVG per metric (throughput, efficiency), each with a curve
+// scalingCharts renders one inline SVG per metric (throughput, efficiency), each with a curve
 // per model and target: patched solid, baseline dashed, batched dotted; throughput on a
 // logarithmic axis. It returns nil when there are no scaling rows. The SVG has no XML prolog
 // and no namespace URLs, so it can be placed inside HTML as is and the page references
 // nothing outside itself. Text inherits the page's font.
-func ScalingCharts(rows []ScalingRow) ([][]byte, error) {
+func scalingCharts(rows []ScalingRow) ([][]byte, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -159,7 +159,7 @@ func scalingChart(rows []ScalingRow, m metric) []byte {
 	for _, k := range keys {
 		pts := points[k]
 		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
-		c := colourHex(SeriesColors[models[k.model]%len(SeriesColors)])
+		c := colourHex(seriesColors[models[k.model]%len(seriesColors)])
 		dash := ""
 		switch {
 		case k.mode == "batched":
@@ -184,7 +184,7 @@ func scalingChart(rows []ScalingRow, m metric) []byte {
 	// model, then what the line styles mean.
 	y := plotT + 6
 	for _, model := range order {
-		c := colourHex(SeriesColors[models[model]%len(SeriesColors)])
+		c := colourHex(seriesColors[models[model]%len(seriesColors)])
 		fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/>`, legendX, y, legendX+22, y, c)
 		fmt.Fprintf(&b, `<circle cx="%g" cy="%g" r="2.5" fill="%s"/>`, legendX+11, y, c)
 		fmt.Fprintf(&b, `<text x="%g" y="%g" dominant-baseline="middle" font-size="11" fill="%s">%s</text>`, legendX+28, y, txtCol, html.EscapeString(clip(model, 19)))

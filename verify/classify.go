@@ -25,8 +25,8 @@ const (
 // severity orders outcomes from harmless to worst; the verdict of repeated runs is the worst.
 var severity = map[Outcome]int{Skip: 0, Pass: 1, Fail: 2, Error: 3, Timeout: 4, Crash: 5}
 
-// Worse reports whether a is a worse outcome than b.
-func Worse(a, b Outcome) bool { return severity[a] > severity[b] }
+// worse reports whether a is a worse outcome than b.
+func worse(a, b Outcome) bool { return severity[a] > severity[b] }
 
 // Failed reports whether o makes the run fail (exit 1).
 func (o Outcome) Failed() bool { return o == Fail || o == Error || o == Crash || o == Timeout }
@@ -41,16 +41,16 @@ func parseOutcome(s string) Outcome {
 	return Error
 }
 
-// Signature is a known crash or failure message and the short name reports give it.
-type Signature struct {
+// crashSignature is a known crash or failure message and the short name reports give it.
+type crashSignature struct {
 	Name   string // short name, stable: reports and scripts key on it
 	Match  string // substring searched for in the process's stderr or the failure message
 	Reason string // one line for the reader of the report
 }
 
-// Signatures are the messages the seeds traced to MPS thread-safety bugs, most specific first.
+// crashSignatures are the messages the seeds traced to MPS thread-safety bugs, most specific first.
 // The generic Metal assertion comes last so that a specific name wins when both match.
-var Signatures = []Signature{
+var crashSignatures = []crashSignature{
 	{"double-commit", "commit an already committed command buffer",
 		"two threads committed one shared MTLCommandBuffer"},
 	{"handler-after-commit", "Scheduled handler provided after commit call",
@@ -65,11 +65,11 @@ var Signatures = []Signature{
 		"a Metal API validation assertion fired"},
 }
 
-// MatchSignatures returns the names of every known signature found in text, in table order.
+// matchSignatures returns the names of every known signature found in text, in table order.
 // The generic metal-assertion is left out when a more specific signature matched.
-func MatchSignatures(text string) []string {
+func matchSignatures(text string) []string {
 	var names []string
-	for _, s := range Signatures {
+	for _, s := range crashSignatures {
 		if !strings.Contains(text, s.Match) {
 			continue
 		}
@@ -83,7 +83,7 @@ func MatchSignatures(text string) []string {
 
 // signatureReason returns the reason line of a signature name, or "".
 func signatureReason(name string) string {
-	for _, s := range Signatures {
+	for _, s := range crashSignatures {
 		if s.Name == name {
 			return s.Reason
 		}
@@ -107,22 +107,22 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGPIPE: "SIGPIPE",
 }
 
-// SignalName returns "SIGSEGV" for syscall.SIGSEGV, "signal 42" for one not in the table.
-func SignalName(s syscall.Signal) string {
+// signalName returns "SIGSEGV" for syscall.SIGSEGV, "signal 42" for one not in the table.
+func signalName(s syscall.Signal) string {
 	if n, ok := signalNames[s]; ok {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(s))
 }
 
-// Death says how a process that did not finish normally ended.
-type Death struct {
+// processDeath says how a process that did not finish normally ended.
+type processDeath struct {
 	Signal   string // "SIGSEGV"; empty when it exited
 	ExitCode int    // the exit status when it exited; -1 when killed by a signal
 }
 
 // String renders the death for a report: "SIGSEGV", "SIGABRT (exit 134)", "exit status 3".
-func (d Death) String() string {
+func (d processDeath) String() string {
 	switch {
 	case d.Signal != "" && d.ExitCode > 128:
 		return fmt.Sprintf("%s (exit %d)", d.Signal, d.ExitCode)
@@ -135,14 +135,14 @@ func (d Death) String() string {
 
 // classifyExit describes how a process ended. A shell or wrapper reports a child's death by
 // signal n as exit status 128+n (134 is SIGABRT, 139 is SIGSEGV); that is read as the signal.
-func classifyExit(r run.Result) Death {
+func classifyExit(r run.Result) processDeath {
 	if r.Signal != 0 {
-		return Death{Signal: SignalName(r.Signal), ExitCode: -1}
+		return processDeath{Signal: signalName(r.Signal), ExitCode: -1}
 	}
 	if r.ExitCode > 128 && r.ExitCode < 128+65 {
-		return Death{Signal: SignalName(syscall.Signal(r.ExitCode - 128)), ExitCode: r.ExitCode}
+		return processDeath{Signal: signalName(syscall.Signal(r.ExitCode - 128)), ExitCode: r.ExitCode}
 	}
-	return Death{ExitCode: r.ExitCode}
+	return processDeath{ExitCode: r.ExitCode}
 }
 
 // pytest's own exit statuses: 0 all passed, 1 some failed, 5 nothing collected. Anything

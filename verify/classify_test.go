@@ -35,7 +35,7 @@ func TestMatchSignatures(t *testing.T) {
 		{"case matters: Metal's exact words only", "invalid kerneldag", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if have := MatchSignatures(tc.text); !reflect.DeepEqual(have, tc.want) {
+			if have := matchSignatures(tc.text); !reflect.DeepEqual(have, tc.want) {
 				t.Errorf("have %v, want %v", have, tc.want)
 			}
 		})
@@ -44,7 +44,7 @@ func TestMatchSignatures(t *testing.T) {
 
 func TestSignatureTable(t *testing.T) {
 	seen := map[string]bool{}
-	for _, s := range Signatures {
+	for _, s := range crashSignatures {
 		if s.Name == "" || s.Match == "" || s.Reason == "" {
 			t.Errorf("incomplete signature %+v", s)
 		}
@@ -52,11 +52,11 @@ func TestSignatureTable(t *testing.T) {
 			t.Errorf("duplicate signature name %s", s.Name)
 		}
 		seen[s.Name] = true
-		if have := MatchSignatures(s.Match); len(have) == 0 || have[0] != s.Name {
+		if have := matchSignatures(s.Match); len(have) == 0 || have[0] != s.Name {
 			t.Errorf("%s does not match its own text: %v", s.Name, have)
 		}
 	}
-	if Signatures[len(Signatures)-1].Name != "metal-assertion" {
+	if crashSignatures[len(crashSignatures)-1].Name != "metal-assertion" {
 		t.Error("the generic metal-assertion must come last so specific names win")
 	}
 }
@@ -65,16 +65,16 @@ func TestClassifyExit(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		res  run.Result
-		want Death
+		want processDeath
 		str  string
 	}{
-		{"killed by SIGSEGV", run.Result{ExitCode: -1, Signal: syscall.SIGSEGV}, Death{"SIGSEGV", -1}, "SIGSEGV"},
-		{"killed by SIGABRT", run.Result{ExitCode: -1, Signal: syscall.SIGABRT}, Death{"SIGABRT", -1}, "SIGABRT"},
-		{"shell-reported abort", run.Result{ExitCode: 134}, Death{"SIGABRT", 134}, "SIGABRT (exit 134)"},
-		{"shell-reported segfault", run.Result{ExitCode: 139}, Death{"SIGSEGV", 139}, "SIGSEGV (exit 139)"},
-		{"plain exit", run.Result{ExitCode: 3}, Death{"", 3}, "exit status 3"},
-		{"exit 255 is not a signal", run.Result{ExitCode: 255}, Death{"", 255}, "exit status 255"},
-		{"unnamed signal", run.Result{ExitCode: -1, Signal: syscall.Signal(40)}, Death{"signal 40", -1}, "signal 40"},
+		{"killed by SIGSEGV", run.Result{ExitCode: -1, Signal: syscall.SIGSEGV}, processDeath{"SIGSEGV", -1}, "SIGSEGV"},
+		{"killed by SIGABRT", run.Result{ExitCode: -1, Signal: syscall.SIGABRT}, processDeath{"SIGABRT", -1}, "SIGABRT"},
+		{"shell-reported abort", run.Result{ExitCode: 134}, processDeath{"SIGABRT", 134}, "SIGABRT (exit 134)"},
+		{"shell-reported segfault", run.Result{ExitCode: 139}, processDeath{"SIGSEGV", 139}, "SIGSEGV (exit 139)"},
+		{"plain exit", run.Result{ExitCode: 3}, processDeath{"", 3}, "exit status 3"},
+		{"exit 255 is not a signal", run.Result{ExitCode: 255}, processDeath{"", 255}, "exit status 255"},
+		{"unnamed signal", run.Result{ExitCode: -1, Signal: syscall.Signal(40)}, processDeath{"signal 40", -1}, "signal 40"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			have := classifyExit(tc.res)

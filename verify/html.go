@@ -74,17 +74,18 @@ type batchedRow struct {
 	FPS           []string // one cell per htmlData.Batches entry; "" when not measured
 }
 
-// WriteHTML writes the self-contained HTML report: environment and torch provenance first,
-// then the verdict, the scaling charts (inline SVG drawn with gonum/plot), the crash table
-// with signatures, and every test side by side per target. No script, no stylesheet or font
-// is fetched: the file can be mailed or archived as CI output and opened offline.
-func WriteHTML(w io.Writer, r *Report) error {
+// writeHTML writes the self-contained HTML report: environment and torch provenance first,
+// then the verdict, the scaling charts (inline SVG that chart.go draws itself, no plotting
+// library), the crash table with signatures, and every test side by side per target. No
+// script, no stylesheet or font is fetched: the file can be mailed or archived as CI
+// output and opened offline.
+func writeHTML(w io.Writer, r *Report) error {
 	d := htmlData{Report: r, Status: r.Status(), Rule: VerdictRule, Rows: r.Rows(),
 		Targets: r.Targets(), Crashes: r.Crashes(), Curves: r.CurveLabels(), Counts: map[string]string{}}
 	for _, t := range d.Targets {
 		d.Counts[t] = CountsLine(r.Counts(t))
 	}
-	charts, err := ScalingCharts(r.ScalingRows)
+	charts, err := scalingCharts(r.ScalingRows)
 	if err != nil {
 		d.ChartError = err.Error() // the tables still tell the numbers
 	}

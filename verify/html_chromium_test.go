@@ -108,7 +108,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, HTMLFile)
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, fixtureReport()); err != nil {
+	if err := writeHTML(&buf, fixtureReport()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -126,7 +126,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	}
 	// Each model's curve is drawn in its series colour, which nothing else on the page uses.
 	for i, model := range []string{"mlp-small", "transformer"} {
-		n, box := colourBox(img, SeriesColors[i])
+		n, box := colourBox(img, seriesColors[i])
 		t.Logf("%s: %d pixels of its colour in %v", model, n, box)
 		if n < 200 {
 			t.Errorf("%s: only %d pixels of its series colour: the chart did not render", model, n)

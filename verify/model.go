@@ -55,7 +55,7 @@ type Result struct {
 	Duration   float64  `json:"duration"` // seconds
 	Message    string   `json:"message,omitempty"`
 	Death      string   `json:"death,omitempty"`      // how a crashed process ended: "SIGSEGV"
-	Signatures []string `json:"signatures,omitempty"` // known messages found (see Signatures)
+	Signatures []string `json:"signatures,omitempty"` // known messages found (see crashSignatures)
 	Log        string   `json:"log,omitempty"`        // the process's log, relative to the report dir
 }
 
@@ -96,9 +96,9 @@ type RunInfo struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// Observer receives what a run produces, as it happens. The cli package prints from it; the
-// report writers in this package write files from it. Calls come from one goroutine.
-type Observer interface {
+// events receives what the suites produce, as it happens: the report writer and the
+// session's Observer (every Observer is one). Calls come from one goroutine.
+type events interface {
 	Env(Env)
 	Started(target, id string)
 	Result(Result)
@@ -108,40 +108,40 @@ type Observer interface {
 	Notice(target, msg string)
 }
 
-// Observers fans every call out to each observer in order.
-type Observers []Observer
+// observers fans every call out to each observer in order.
+type observers []events
 
-func (os Observers) Env(e Env) {
+func (os observers) Env(e Env) {
 	for _, o := range os {
 		o.Env(e)
 	}
 }
 
-func (os Observers) Started(target, id string) {
+func (os observers) Started(target, id string) {
 	for _, o := range os {
 		o.Started(target, id)
 	}
 }
 
-func (os Observers) Result(r Result) {
+func (os observers) Result(r Result) {
 	for _, o := range os {
 		o.Result(r)
 	}
 }
 
-func (os Observers) Scaling(s ScalingRow) {
+func (os observers) Scaling(s ScalingRow) {
 	for _, o := range os {
 		o.Scaling(s)
 	}
 }
 
-func (os Observers) Boundary(b BoundaryRow) {
+func (os observers) Boundary(b BoundaryRow) {
 	for _, o := range os {
 		o.Boundary(b)
 	}
 }
 
-func (os Observers) Notice(target, msg string) {
+func (os observers) Notice(target, msg string) {
 	for _, o := range os {
 		o.Notice(target, msg)
 	}

@@ -83,37 +83,24 @@ type probeOutput struct {
 	PytestError string          `json:"pytest_error"`
 }
 
-// Probe asks python which torch it loads (version, git hash, path, provenance stamp), which
-// devices it has, and whether pytest is importable. device "" picks the best available
-// (mps, then cuda, then cpu); a device that is named but absent is an ErrUnsupported error.
-func Probe(ctx context.Context, python, target, device string) (Env, error) {
-	return ProbeWith(ctx, python, target, device, ProbeOptions{})
-}
-
-// ProbeLogged is Probe writing the interpreter's whole output to logPath (none when ""),
-// which a failure's one-paragraph message names.
-func ProbeLogged(ctx context.Context, python, target, device, logPath string) (Env, error) {
-	return ProbeWith(ctx, python, target, device, ProbeOptions{LogPath: logPath})
-}
-
 // The probe's bounds. The interpreter is the user's (or whatever --python names): one
 // that prints without end, never answers, or leaves a process holding its output must
 // cost verify a bounded amount of memory and time, and end in an error that says which.
 const (
-	// DefaultProbeTimeout is how long the interpreter has to answer: importing torch
+	// defaultProbeTimeout is how long the interpreter has to answer: importing torch
 	// takes seconds, a cold one on a network home directory a minute.
-	DefaultProbeTimeout = 2 * time.Minute
-	// DefaultProbeOutputLimit bounds what the interpreter may print, stdout and stderr
+	defaultProbeTimeout = 2 * time.Minute
+	// defaultProbeOutputLimit bounds what the interpreter may print, stdout and stderr
 	// together: the answer is one line of JSON (a provenance stamp included, a few KiB),
 	// and a failing import's traceback is a few KiB more.
-	DefaultProbeOutputLimit = 1 << 20
-	// DefaultProbeWaitDelay is how long the probe waits, once the interpreter has
+	defaultProbeOutputLimit = 1 << 20
+	// defaultProbeWaitDelay is how long the probe waits, once the interpreter has
 	// exited, for a process it started to let go of its output.
-	DefaultProbeWaitDelay = 2 * time.Second
+	defaultProbeWaitDelay = 2 * time.Second
 )
 
-// ProbeOptions bound the probe; a zero field takes its default.
-type ProbeOptions struct {
+// probeOptions bound the probe; a zero field takes its default.
+type probeOptions struct {
 	// LogPath receives the interpreter's whole output (up to OutputLimit); none when "".
 	LogPath     string
 	Timeout     time.Duration
@@ -121,15 +108,18 @@ type ProbeOptions struct {
 	WaitDelay   time.Duration
 }
 
-// ProbeWith is Probe with its bounds and log chosen.
-func ProbeWith(ctx context.Context, python, target, device string, o ProbeOptions) (Env, error) {
-	o.Timeout = cmp.Or(o.Timeout, DefaultProbeTimeout)
-	o.OutputLimit = cmp.Or(o.OutputLimit, DefaultProbeOutputLimit)
-	o.WaitDelay = cmp.Or(o.WaitDelay, DefaultProbeWaitDelay)
+// probeWith asks python which torch it loads (version, git hash, path, provenance stamp),
+// which devices it has, and whether pytest is importable. device "" picks the best
+// available (mps, then cuda, then cpu); a device that is named but absent is an
+// ErrUnsupported error, as is an interpreter that cannot answer.
+func probeWith(ctx context.Context, python, target, device string, o probeOptions) (Env, error) {
+	o.Timeout = cmp.Or(o.Timeout, defaultProbeTimeout)
+	o.OutputLimit = cmp.Or(o.OutputLimit, defaultProbeOutputLimit)
+	o.WaitDelay = cmp.Or(o.WaitDelay, defaultProbeWaitDelay)
 	logPath := o.LogPath
 	var stdout, stderr bytes.Buffer
 	res, err := run.Run(ctx, run.Cmd{
-		Argv:        []string{python, "-c", probeScript},
+		Argv:        []string{interpreterPath(python), "-c", probeScript},
 		Stdout:      &stdout,
 		Stderr:      &stderr,
 		LogPath:     logPath,
@@ -164,14 +154,27 @@ func ProbeWith(ctx context.Context, python, target, device string, o ProbeOption
 		if last != "" {
 			msg += fmt.Sprintf("; it printed last: %s", truncate(last, 200))
 		}
-		if logPath != "" {
-			msg += "; full output in " + logPath
+		err := fmt.Errorf("%w: %s", ErrUnsupported, msg)
+		if logPath != "" && stdout.Len()+stderr.Len() > 0 {
+			// The log is worth keeping only when the interpreter said something.
+			return Env{}, &ProbeError{Log: logPath, Err: fmt.Errorf("%w; full output in %s", err, logPath)}
 		}
-		return Env{}, fmt.Errorf("%w: %s", ErrUnsupported, msg)
+		return Env{}, err
 	}
+	// What answers is whatever --python named: a program that exits 0 without the probe's
+	// JSON line is not a Python interpreter, an environment problem like a missing one.
 	var p probeOutput
-	if err := json.Unmarshal(lastLine(stdout.Bytes()), &p); err != nil {
-		return Env{}, fmt.Errorf("probe of interpreter %q: unreadable answer %q: %w", python, truncate(lastLines(stdout.String(), 1), 200), err)
+	answer := lastLine(stdout.Bytes())
+	if len(answer) == 0 {
+		return Env{}, fmt.Errorf("%w: %s is not a Python interpreter: the probe printed nothing", ErrUnsupported, python)
+	}
+	if err := json.Unmarshal(answer, &p); err != nil {
+		err = fmt.Errorf("%w: %s is not a Python interpreter: the probe's answer is not its JSON line but %q (%v)",
+			ErrUnsupported, python, truncate(lastLines(stdout.String(), 1), 200), err)
+		if logPath == "" {
+			return Env{}, err
+		}
+		return Env{}, &ProbeError{Log: logPath, Err: fmt.Errorf("%w; full output in %s", err, logPath)}
 	}
 	if p.TorchError != "" {
 		return Env{}, fmt.Errorf("%w: interpreter %q (%s) cannot import torch: %s",

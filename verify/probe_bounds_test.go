@@ -86,7 +86,7 @@ func fakeInterpreterPath(t *testing.T, mode string) string {
 func TestProbeStopsAnInterpreterThatPrintsWithoutEnd(t *testing.T) {
 	py := fakeInterpreterPath(t, "endless")
 	logPath := filepath.Join(t.TempDir(), "probe.log")
-	_, err := ProbeWith(context.Background(), py, TargetPatched, "cpu", ProbeOptions{LogPath: logPath})
+	_, err := probeWith(context.Background(), py, TargetPatched, "cpu", probeOptions{LogPath: logPath})
 	if err == nil || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("have %v, want an ErrUnsupported error", err)
 	}
@@ -101,15 +101,15 @@ func TestProbeStopsAnInterpreterThatPrintsWithoutEnd(t *testing.T) {
 	fi, serr := os.Stat(logPath)
 	// The log holds the command line (the probe script, a few KiB) and the result line
 	// besides the output, which stops at the limit.
-	if serr != nil || fi.Size() < DefaultProbeOutputLimit || fi.Size() > DefaultProbeOutputLimit+16<<10 {
-		t.Errorf("log: %v, size %d; want the output up to the limit of %d bytes", serr, fi.Size(), DefaultProbeOutputLimit)
+	if serr != nil || fi.Size() < defaultProbeOutputLimit || fi.Size() > defaultProbeOutputLimit+16<<10 {
+		t.Errorf("log: %v, size %d; want the output up to the limit of %d bytes", serr, fi.Size(), defaultProbeOutputLimit)
 	}
 }
 
 // An interpreter that never answers is stopped at the probe's timeout.
 func TestProbeTimesOutAnInterpreterThatHangs(t *testing.T) {
 	py := fakeInterpreterPath(t, "hang")
-	_, err := ProbeWith(context.Background(), py, TargetPatched, "cpu", ProbeOptions{Timeout: 300 * time.Millisecond})
+	_, err := probeWith(context.Background(), py, TargetPatched, "cpu", probeOptions{Timeout: 300 * time.Millisecond})
 	if err == nil || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("have %v, want an ErrUnsupported error", err)
 	}
@@ -123,7 +123,7 @@ func TestProbeTimesOutAnInterpreterThatHangs(t *testing.T) {
 // far longer than the test: only the wait for the output after the exit is bounded here.)
 func TestProbeDoesNotWaitForAnOrphanHoldingStdout(t *testing.T) {
 	py := fakeInterpreterPath(t, "orphan")
-	env, err := ProbeWith(context.Background(), py, TargetPatched, "cpu", ProbeOptions{Timeout: 9 * time.Minute, WaitDelay: 100 * time.Millisecond})
+	env, err := probeWith(context.Background(), py, TargetPatched, "cpu", probeOptions{Timeout: 9 * time.Minute, WaitDelay: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
-// Event is one JSON line a suite process appends to $MPSPATCH_EVENTS. One flat struct holds
+// suiteEvent is one JSON line a suite process appends to $MPSPATCH_EVENTS. One flat struct holds
 // the fields of every event kind; a field that does not belong to the kind stays zero.
 // Unknown fields are ignored, and so is a field of the wrong JSON type (the rest of the line
 // is kept), because the suites and the runner are versioned apart.
-type Event struct {
+type suiteEvent struct {
 	Event string `json:"event"` // env, start, end, scaling, summary; others are ignored
 
 	// start / end
@@ -55,19 +55,19 @@ type Event struct {
 // JSON does not allow. They are read as null (zero) rather than losing the whole line.
 var nonFinite = lazyregexp.New(`([:\[,]\s*)-?(?:NaN|Infinity)\b`)
 
-// ParseEvent decodes one line. It fails only when the line is not a JSON object at all.
-func ParseEvent(line []byte) (Event, error) {
+// parseEvent decodes one line. It fails only when the line is not a JSON object at all.
+func parseEvent(line []byte) (suiteEvent, error) {
 	line = bytes.TrimSpace(line)
-	var ev Event
+	var ev suiteEvent
 	err := json.Unmarshal(line, &ev)
 	if err != nil && !isTypeError(err) {
 		fixed := nonFinite().ReplaceAll(line, []byte("${1}null"))
-		ev = Event{}
+		ev = suiteEvent{}
 		err = json.Unmarshal(fixed, &ev)
 		line = fixed
 	}
 	if err != nil && !isTypeError(err) {
-		return Event{}, err
+		return suiteEvent{}, err
 	}
 	ev.Raw = append(json.RawMessage(nil), line...)
 	return ev, nil
@@ -87,9 +87,9 @@ type eventReader struct {
 }
 
 // Feed returns the events in the complete lines of pending+data.
-func (r *eventReader) Feed(data []byte) []Event {
+func (r *eventReader) Feed(data []byte) []suiteEvent {
 	r.pending = append(r.pending, data...)
-	var out []Event
+	var out []suiteEvent
 	for {
 		i := bytes.IndexByte(r.pending, '\n')
 		if i < 0 {
@@ -107,29 +107,29 @@ func (r *eventReader) Feed(data []byte) []Event {
 }
 
 // Close parses a final line that lacks its newline; a torn line is dropped.
-func (r *eventReader) Close() []Event {
+func (r *eventReader) Close() []suiteEvent {
 	line := r.pending
 	r.pending = nil
 	if ev, ok := r.parse(line); ok {
-		return []Event{ev}
+		return []suiteEvent{ev}
 	}
 	return nil
 }
 
-func (r *eventReader) parse(line []byte) (Event, bool) {
+func (r *eventReader) parse(line []byte) (suiteEvent, bool) {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return Event{}, false
+		return suiteEvent{}, false
 	}
-	ev, err := ParseEvent(line)
+	ev, err := parseEvent(line)
 	if err != nil || ev.Event == "" {
 		r.Bad++
-		return Event{}, false
+		return suiteEvent{}, false
 	}
 	return ev, true
 }
 
-// ParseEvents decodes a whole events file, skipping malformed lines (see eventReader).
-func ParseEvents(data []byte) []Event {
+// parseEvents decodes a whole events file, skipping malformed lines (see eventReader).
+func parseEvents(data []byte) []suiteEvent {
 	var r eventReader
 	evs := r.Feed(data)
 	return append(evs, r.Close()...)

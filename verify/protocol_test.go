@@ -70,7 +70,7 @@ func TestEventReaderSplitsAnywhere(t *testing.T) {
 }
 
 func TestParseEventFields(t *testing.T) {
-	ev, err := ParseEvent([]byte(`{"event":"scaling","model":"mlp-small","threads":4,"fps":1234.5,"efficiency":0.8,"host_ms":0.5,"device_ms":0.2,"label":"host-bound","mode":"threads","ceiling":2.5,"gil":false}`))
+	ev, err := parseEvent([]byte(`{"event":"scaling","model":"mlp-small","threads":4,"fps":1234.5,"efficiency":0.8,"host_ms":0.5,"device_ms":0.2,"label":"host-bound","mode":"threads","ceiling":2.5,"gil":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func FuzzEventReader(f *testing.F) {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
-		whole := ParseEvents(data)
+		whole := parseEvents(data)
 		c := int(cut)
 		if c > len(data) {
 			c = len(data)

@@ -6,11 +6,11 @@ import (
 	"os"
 )
 
-// MaxReportFile bounds the results file ReadReportFile reads: a full-profile run with
+// maxReportFile bounds the results file ReadReportFile reads: a full-profile run with
 // every repetition writes a few MiB.
-const MaxReportFile = 256 << 20
+const maxReportFile = 256 << 20
 
-// ReadReportFile is ReadReport on the file name: a regular file of at most MaxReportFile
+// ReadReportFile is readReport on the file name: a regular file of at most maxReportFile
 // bytes. A FIFO, a device or a directory is refused at once, never waited on or read
 // without end.
 func ReadReportFile(name string) (*Report, error) {
@@ -19,7 +19,7 @@ func ReadReportFile(name string) (*Report, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadReport(&limitedReader{r: f, left: MaxReportFile})
+	return readReport(&limitedReader{r: f, left: maxReportFile})
 }
 
 // checkRegular refuses an open file that is not a regular file.
@@ -43,7 +43,7 @@ type limitedReader struct {
 
 func (l *limitedReader) Read(p []byte) (int, error) {
 	if l.left <= 0 {
-		return 0, fmt.Errorf("larger than %d MiB; refusing to read further", MaxReportFile>>20)
+		return 0, fmt.Errorf("larger than %d MiB; refusing to read further", maxReportFile>>20)
 	}
 	if int64(len(p)) > l.left {
 		p = p[:l.left]

@@ -138,7 +138,7 @@ func (r *Report) Rows() []Row {
 		if res.Outcome == Pass || res.Outcome == Skip {
 			v.Passes++
 		}
-		if !seen || Worse(res.Outcome, v.Outcome) {
+		if !seen || worse(res.Outcome, v.Outcome) {
 			v.Outcome = res.Outcome
 			v.Message = res.Message
 			v.Death = res.Death

@@ -109,7 +109,7 @@ func golden(t *testing.T, name string, have []byte) {
 
 func TestWriteJSONLGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, fixtureReport()); err != nil {
+	if err := writeJSONL(&buf, fixtureReport()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "report.golden.jsonl", buf.Bytes())
@@ -137,7 +137,7 @@ func TestWriteJSONLGolden(t *testing.T) {
 
 func TestWriteJUnitGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteJUnit(&buf, fixtureReport()); err != nil {
+	if err := writeJUnit(&buf, fixtureReport()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "report.golden.junit.xml", buf.Bytes())
@@ -170,7 +170,7 @@ var resourceRef = regexp.MustCompile(`(?i)(src|href|xlink:href|action)\s*=\s*["'
 
 func TestWriteHTMLGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, fixtureReport()); err != nil {
+	if err := writeHTML(&buf, fixtureReport()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "report.golden.html", buf.Bytes())
@@ -212,7 +212,7 @@ func assertSelfContained(t *testing.T, html string) {
 
 func TestWriteHTMLEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, &Report{Info: RunInfo{Profile: "quick", Repeat: 1}}); err != nil {
+	if err := writeHTML(&buf, &Report{Info: RunInfo{Profile: "quick", Repeat: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"No scaling data", "No environment recorded", "empty"} {
@@ -222,11 +222,11 @@ func TestWriteHTMLEmpty(t *testing.T) {
 	}
 }
 
-// DirWriter keeps valid reports at every step: a run killed after any result leaves files
+// dirWriter keeps valid reports at every step: a run killed after any result leaves files
 // that parse and hold what finished.
 func TestDirWriterIncremental(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewDirWriter(dir, RunInfo{Profile: "quick", Repeat: 1})
+	w, err := newDirWriter(dir, RunInfo{Profile: "quick", Repeat: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,17 +278,17 @@ func TestDirWriterIncremental(t *testing.T) {
 func TestReadReportRoundTrip(t *testing.T) {
 	fx := fixtureReport()
 	var jl bytes.Buffer
-	if err := WriteJSONL(&jl, fx); err != nil {
+	if err := writeJSONL(&jl, fx); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadReport(bytes.NewReader(jl.Bytes()))
+	back, err := readReport(bytes.NewReader(jl.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []struct {
 		name  string
 		write func(io.Writer, *Report) error
-	}{{"jsonl", WriteJSONL}, {"junit", WriteJUnit}, {"html", WriteHTML}} {
+	}{{"jsonl", writeJSONL}, {"junit", writeJUnit}, {"html", writeHTML}} {
 		t.Run(w.name, func(t *testing.T) {
 			var want, have bytes.Buffer
 			w.write(&want, fx)
@@ -298,7 +298,7 @@ func TestReadReportRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ReadReport(strings.NewReader("{\"type\":\"run\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := readReport(strings.NewReader("{\"type\":\"run\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: have %v, want an error naming line 2", err)
 	}
 }
@@ -307,18 +307,18 @@ func TestReadReportRoundTrip(t *testing.T) {
 // can render (absurd scaling numbers are left out of the charts, never a panic).
 func FuzzReadReport(f *testing.F) {
 	var jl bytes.Buffer
-	WriteJSONL(&jl, fixtureReport())
+	writeJSONL(&jl, fixtureReport())
 	f.Add(jl.Bytes())
 	f.Add([]byte(`{"type":"result","outcome":"crash","id":"x","target":"patched"}` + "\n"))
 	f.Add([]byte(`{"type":"scaling","mode":"batched","threads":-3,"fps":-1}` + "\n" + `{"type":"scaling","fps":0}`))
 	f.Add([]byte(`{"type":"env","provenance":[1,2]}`))
 	f.Add([]byte(`{"type":"scaling","threads":1,"fps":1e308,"efficiency":-1e300}` + "\n" + `{"type":"scaling","threads":2000000000,"fps":1e-300}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := ReadReport(bytes.NewReader(data))
+		rep, err := readReport(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
-		for _, w := range []func(io.Writer, *Report) error{WriteJSONL, WriteJUnit, WriteHTML} {
+		for _, w := range []func(io.Writer, *Report) error{writeJSONL, writeJUnit, writeHTML} {
 			if err := w(io.Discard, rep); err != nil {
 				t.Fatalf("writer failed: %v", err)
 			}

@@ -19,8 +19,8 @@ import (
 // BenchScript is the scaling benchmark among the suite files; it is a script, not tests.
 const BenchScript = "bench_scaling.py"
 
-// Options configure the run of the suites against one interpreter (one target).
-type Options struct {
+// suiteOptions configure the run of the suites against one interpreter (one target).
+type suiteOptions struct {
 	Target string // TargetPatched or TargetBaseline
 	Env    Env    // from Probe: interpreter, resolved device
 
@@ -46,7 +46,7 @@ type Options struct {
 
 // SelfTests are the suite directory's tests of its own machinery (comparison, boundary search,
 // the event protocol): they belong to the project's `make test` (test-python), not to a user's
-// report about their torch, so ListSuites leaves them out.
+// report about their torch, so listSuites leaves them out.
 var SelfTests = []string{"test_harness.py"}
 
 func isSelfTest(name string) bool {
@@ -58,8 +58,8 @@ func isSelfTest(name string) bool {
 	return false
 }
 
-// ListSuites returns the concurrency suites in dir (test_*.py but not SelfTests), sorted.
-func ListSuites(dir string) ([]string, error) {
+// listSuites returns the concurrency suites in dir (test_*.py but not SelfTests), sorted.
+func listSuites(dir string) ([]string, error) {
 	m, err := filepath.Glob(filepath.Join(dir, "test_*.py"))
 	if err != nil {
 		return nil, fmt.Errorf("list suites in %s: %w", dir, err)
@@ -74,15 +74,24 @@ func ListSuites(dir string) ([]string, error) {
 	return out, nil
 }
 
-// SelectSuites picks the files named by names from all. A name matches a file by its full
+// isBenchName says whether a --suite name names the scaling benchmark, which is not
+// among the suite files selectSuites picks from.
+func isBenchName(n string) bool {
+	return n == "scaling" || n == "bench_scaling" || n == BenchScript
+}
+
+// selectSuites picks the files named by names from all. A name matches a file by its full
 // name, its stem, or its stem without the test_ prefix ("raw_ops" selects test_raw_ops.py).
 // The order is that of all. An unknown name is an error that lists the known ones.
-func SelectSuites(all, names []string) ([]string, error) {
+func selectSuites(all, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return all, nil
 	}
 	want := map[string]bool{}
 	for _, n := range names {
+		if isBenchName(n) {
+			continue // the session runs the benchmark (Plan.selection)
+		}
 		found := false
 		for _, f := range all {
 			stem := strings.TrimSuffix(f, ".py")
@@ -109,13 +118,13 @@ func SelectSuites(all, names []string) ([]string, error) {
 	return out, nil
 }
 
-// Run runs every file of opts against one interpreter and reports each outcome to obs as it
+// runSuites runs every file of opts against one interpreter and reports each outcome to obs as it
 // arrives. Each file runs in its own process; when that process dies or hangs inside a test,
 // the test is recorded as a crash or timeout and the rest of the file runs in a fresh process
 // with the finished and crashed tests deselected: a crash costs one test, never the file.
-// Run returns an error only when it could not go on (interrupted, cannot start python, cannot
+// It returns an error only when it could not go on (interrupted, cannot start python, cannot
 // write its files); test failures are results, not errors.
-func Run(ctx context.Context, opts Options, obs Observer) error {
+func runSuites(ctx context.Context, opts suiteOptions, obs events) error {
 	if opts.Repeat < 1 {
 		opts.Repeat = 1
 	}
@@ -160,8 +169,8 @@ func Run(ctx context.Context, opts Options, obs Observer) error {
 }
 
 type runner struct {
-	opts Options
-	obs  Observer
+	opts suiteOptions
+	obs  events
 	env  Env
 }
 
@@ -180,7 +189,7 @@ type procResult struct {
 }
 
 func (r *runner) suiteArgs(file string) []string {
-	argv := []string{r.env.Interpreter, "-m", "pytest", file,
+	argv := []string{interpreterPath(r.env.Interpreter), "-m", "pytest", file,
 		"--device", r.env.Device, "--profile", r.opts.Profile}
 	if len(r.opts.Threads) > 0 {
 		argv = append(argv, "--threads", joinInts(r.opts.Threads))
@@ -229,11 +238,11 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 			case pr.hung:
 				res.Outcome = Timeout
 				res.Message = fmt.Sprintf("no progress for %s; process group killed", r.opts.Timeout)
-				res.Signatures = MatchSignatures(pr.stderr)
+				res.Signatures = matchSignatures(pr.stderr)
 			default:
 				res.Outcome = Crash
 				res.Death = death.String()
-				res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+				res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 				res.Message = crashMessage(death, pr.stderr)
 			}
 			r.result(res)
@@ -258,7 +267,7 @@ func (r *runner) runFile(ctx context.Context, file string, rep int) error {
 
 // fileLevel records a process that broke outside any test (collection, session teardown),
 // or that collected nothing at all on its first try.
-func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death Death) {
+func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death processDeath) {
 	res := Result{ID: file, File: file, Repeat: rep, Log: pr.log}
 	switch {
 	case pr.hung:
@@ -270,7 +279,7 @@ func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death D
 			res.Outcome = Crash
 		}
 		res.Death = death.String()
-		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+		res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 		res.Message = "suite process failed outside any test (" + death.String() + "): " + pytestError(pr)
 	case pr.res.ExitCode == 5 && attempt == 1 && pr.started == 0:
 		res.Outcome = Error
@@ -283,7 +292,7 @@ func (r *runner) fileLevel(file string, rep, attempt int, pr procResult, death D
 }
 
 func (r *runner) runBench(ctx context.Context) error {
-	argv := []string{r.env.Interpreter, BenchScript, "--device", r.env.Device, "--profile", r.opts.Profile}
+	argv := []string{interpreterPath(r.env.Interpreter), BenchScript, "--device", r.env.Device, "--profile", r.opts.Profile}
 	if len(r.opts.BenchThreads) > 0 {
 		argv = append(argv, "--threads", joinInts(r.opts.BenchThreads))
 	}
@@ -308,7 +317,7 @@ func (r *runner) runBench(ctx context.Context) error {
 		res.Message = "benchmark failed (" + death.String() + "): " + pytestError(pr)
 	}
 	if res.Outcome != Pass {
-		res.Signatures = MatchSignatures(pr.stderr + pr.stdout)
+		res.Signatures = matchSignatures(pr.stderr + pr.stdout)
 	}
 	r.result(res)
 	return nil
@@ -425,7 +434,7 @@ func (r *runner) limit(inTest bool) time.Duration {
 // outsideTestLimit bounds the silence of a suite process outside any test.
 const outsideTestLimit = 2 * time.Minute
 
-func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
+func (r *runner) handle(e suiteEvent, file string, rep int, pr *procResult) {
 	switch e.Event {
 	case "env":
 		changed := false
@@ -467,7 +476,7 @@ func (r *runner) handle(e Event, file string, rep int, pr *procResult) {
 		res := Result{ID: e.ID, File: file, Repeat: rep, Outcome: o, Duration: e.Duration,
 			Message: msg, Log: pr.log}
 		if o.Failed() {
-			res.Signatures = MatchSignatures(e.Message)
+			res.Signatures = matchSignatures(e.Message)
 		}
 		r.result(res)
 	case "boundary":
@@ -492,7 +501,7 @@ func (r *runner) relative(p string) string {
 	return filepath.ToSlash(rel)
 }
 
-func outcomeWord(pr procResult, d Death) string {
+func outcomeWord(pr procResult, d processDeath) string {
 	if pr.hung {
 		return "timeout"
 	}
@@ -502,7 +511,7 @@ func outcomeWord(pr procResult, d Death) string {
 // crashMessage is the one line a report shows for a crash: how it died and the most telling
 // line the process wrote to stderr (a known signature, else Python's fatal-error line, else
 // the last line that is not a stack frame).
-func crashMessage(d Death, stderr string) string {
+func crashMessage(d processDeath, stderr string) string {
 	line := tellingLine(stderr)
 	if line == "" {
 		return "process died: " + d.String()
@@ -512,7 +521,7 @@ func crashMessage(d Death, stderr string) string {
 
 func tellingLine(stderr string) string {
 	lines := strings.Split(stderr, "\n")
-	for _, s := range Signatures {
+	for _, s := range crashSignatures {
 		for _, l := range lines {
 			if strings.Contains(l, s.Match) {
 				return strings.TrimSpace(l)

@@ -55,7 +55,7 @@ func TestRunCrashIsolation(t *testing.T) {
 	t.Setenv("CRASHY_PIDFILE", pidfile)
 	report := t.TempDir()
 	rep := &Report{}
-	err := Run(context.Background(), Options{
+	err := runSuites(context.Background(), suiteOptions{
 		Target:    TargetPatched,
 		Env:       Env{Target: TargetPatched, Interpreter: py, Device: "cpu"},
 		Profile:   "quick",
@@ -172,7 +172,7 @@ func TestRunBrokenFileIsAResult(t *testing.T) {
 	dir := crashyDir(t)
 	report := t.TempDir()
 	rep := &Report{}
-	err := Run(context.Background(), Options{
+	err := runSuites(context.Background(), suiteOptions{
 		Target: TargetBaseline, Env: Env{Target: TargetBaseline, Interpreter: py, Device: "cpu"},
 		Profile: "quick", Files: []string{"test_broken.py"}, Timeout: time.Minute,
 		SuitesDir: dir, LogDir: filepath.Join(report, "logs"), ReportDir: report,
@@ -199,7 +199,7 @@ func TestRunInterrupted(t *testing.T) {
 	report := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	obs := &cancelOn{id: "test_crashy.py::test_f_hang", cancel: cancel, Report: &Report{}}
-	err := Run(ctx, Options{
+	err := runSuites(ctx, suiteOptions{
 		Target: TargetPatched, Env: Env{Target: TargetPatched, Interpreter: py, Device: "cpu"},
 		Profile: "quick", Files: []string{"test_crashy.py"}, Timeout: time.Minute,
 		SuitesDir: dir, LogDir: filepath.Join(report, "logs"), ReportDir: report,
@@ -256,7 +256,7 @@ func TestProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PYTHONPATH", tc.pythonpath)
-			have, err := Probe(context.Background(), tc.python, TargetPatched, tc.device)
+			have, err := probeWith(context.Background(), tc.python, TargetPatched, tc.device, probeOptions{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("have error %v, want one containing %q", err, tc.wantErr)
@@ -300,7 +300,7 @@ func TestSelectSuites(t *testing.T) {
 		{"self-test", []string{"harness"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			have, err := SelectSuites(all, tc.names)
+			have, err := selectSuites(all, tc.names)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
@@ -321,13 +321,13 @@ func TestEmbeddedSuites(t *testing.T) {
 			t.Errorf("embedded suites lack %s: %v", f, err)
 		}
 	}
-	files, err := ListSuites(dir)
+	files, err := listSuites(dir)
 	if err != nil || len(files) == 0 {
-		t.Fatalf("ListSuites: %v, %v", files, err)
+		t.Fatalf("listSuites: %v, %v", files, err)
 	}
 	for _, f := range files {
 		if !strings.HasPrefix(f, "test_") || !strings.HasSuffix(f, ".py") {
-			t.Errorf("ListSuites returned %q", f)
+			t.Errorf("listSuites returned %q", f)
 		}
 	}
 }
@@ -342,14 +342,14 @@ func TestListSuitesLeavesOutSelfTests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	have, err := ListSuites(dir)
+	have, err := listSuites(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"test_a.py", "test_b.py"}; !reflect.DeepEqual(have, want) {
-		t.Errorf("ListSuites = %v, want %v", have, want)
+		t.Errorf("listSuites = %v, want %v", have, want)
 	}
-	if _, err := SelectSuites(have, []string{"test_harness.py"}); err == nil || !strings.Contains(err.Error(), "self-test") {
+	if _, err := selectSuites(have, []string{"test_harness.py"}); err == nil || !strings.Contains(err.Error(), "self-test") {
 		t.Errorf("--suite test_harness.py: error %v, want one naming it the self-test", err)
 	}
 
@@ -362,18 +362,18 @@ func TestListSuitesLeavesOutSelfTests(t *testing.T) {
 			t.Errorf("embedded suites lack the self-test %s (make test-python runs it): %v", f, err)
 		}
 	}
-	listed, err := ListSuites(emb)
+	listed, err := listSuites(emb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range listed {
 		if isSelfTest(f) {
-			t.Errorf("ListSuites of the embedded suites lists the self-test %s", f)
+			t.Errorf("listSuites of the embedded suites lists the self-test %s", f)
 		}
 	}
 	for _, f := range []string{"test_allocator_churn.py", "test_sync.py", "test_events.py", "test_lifecycle.py", "test_startup.py", "test_handoff.py", "test_backward.py"} {
 		if !slices.Contains(listed, f) {
-			t.Errorf("ListSuites of the embedded suites lacks %s: %v", f, listed)
+			t.Errorf("listSuites of the embedded suites lacks %s: %v", f, listed)
 		}
 	}
 }
@@ -389,7 +389,7 @@ func TestProbeFailureIsOneParagraph(t *testing.T) {
 	}
 	t.Setenv("PYTHONPATH", dir)
 	logPath := filepath.Join(t.TempDir(), "probe.log")
-	_, err := ProbeLogged(context.Background(), py, TargetPatched, "cpu", logPath)
+	_, err := probeWith(context.Background(), py, TargetPatched, "cpu", probeOptions{LogPath: logPath})
 	if err == nil {
 		t.Fatal("want an error")
 	}

@@ -21,17 +21,17 @@ import (
 // summary.
 type Record struct {
 	Type    string
-	Payload any // a pointer to RunInfo, Env, Result, ScalingRow, Notice or Summary
+	Payload any // a pointer to RunInfo, Env, Result, ScalingRow, BoundaryRow, noticeRow or summaryRow
 }
 
-// Notice is a runner decision worth a line in the log.
-type Notice struct {
+// noticeRow is a runner decision worth a line in the log.
+type noticeRow struct {
 	Target  string `json:"target"`
 	Message string `json:"message"`
 }
 
-// Summary closes a run: the verdict per test and target, and the overall status.
-type Summary struct {
+// summaryRow closes a run: the verdict per test and target, and the overall status.
+type summaryRow struct {
 	Status string         `json:"status"` // pass, fail, interrupted, empty
 	Rule   string         `json:"rule"`
 	Counts map[string]int `json:"counts"` // patched verdicts by outcome
@@ -55,7 +55,7 @@ func BoundaryRecord(b BoundaryRow) Record { return Record{"boundary", &b} }
 
 // NoticeRecord wraps a notice.
 func NoticeRecord(target, msg string) Record {
-	return Record{"notice", &Notice{Target: target, Message: msg}}
+	return Record{"notice", &noticeRow{Target: target, Message: msg}}
 }
 
 // SummaryRecord wraps the closing summary of r.
@@ -64,7 +64,7 @@ func SummaryRecord(r *Report) Record {
 	for o, n := range r.Counts(TargetPatched) {
 		c[string(o)] = n
 	}
-	return Record{"summary", &Summary{Status: r.Status(), Rule: VerdictRule, Counts: c, Tests: r.Rows()}}
+	return Record{"summary", &summaryRow{Status: r.Status(), Rule: VerdictRule, Counts: c, Tests: r.Rows()}}
 }
 
 // MarshalJSON writes the type tag first, then the payload's fields, on one level.
@@ -86,8 +86,8 @@ func (rec Record) MarshalJSON() ([]byte, error) {
 	return []byte(`{"type":` + string(head) + "," + string(b[1:])), nil
 }
 
-// WriteRecord writes rec as one line of JSON.
-func WriteRecord(w io.Writer, rec Record) error {
+// writeRecord writes rec as one line of JSON.
+func writeRecord(w io.Writer, rec Record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -96,9 +96,9 @@ func WriteRecord(w io.Writer, rec Record) error {
 	return err
 }
 
-// WriteJSONL writes the whole report as JSON lines: run, envs, results, scaling rows,
-// notices, summary. The live writer (DirWriter) produces the same lines in arrival order.
-func WriteJSONL(w io.Writer, r *Report) error {
+// writeJSONL writes the whole report as JSON lines: run, envs, results, scaling rows,
+// notices, summary. The live writer (dirWriter) produces the same lines in arrival order.
+func writeJSONL(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
 	recs := []Record{RunRecord(r.Info)}
 	for _, e := range r.Envs {
@@ -119,7 +119,7 @@ func WriteJSONL(w io.Writer, r *Report) error {
 	}
 	recs = append(recs, SummaryRecord(r))
 	for _, rec := range recs {
-		if err := WriteRecord(bw, rec); err != nil {
+		if err := writeRecord(bw, rec); err != nil {
 			return err
 		}
 	}
@@ -129,7 +129,7 @@ func WriteJSONL(w io.Writer, r *Report) error {
 // JUnit builds the JUnit XML document: one testsuite per target and file, one testcase per
 // test and repetition. Crashes and timeouts are <error> elements whose type names the death
 // and the signatures, so CI dashboards show them apart from assertion failures.
-func JUnit(r *Report) junit.Testsuites {
+func junitSuites(r *Report) junit.Testsuites {
 	suites := junit.Testsuites{Name: "mpspatch verify"}
 	type key struct{ target, file string }
 	var order []key
@@ -206,19 +206,19 @@ func firstLine(s string) string {
 	return s
 }
 
-// WriteJUnit writes the JUnit XML of r.
-func WriteJUnit(w io.Writer, r *Report) error {
-	s := JUnit(r)
+// writeJUnit writes the JUnit XML of r.
+func writeJUnit(w io.Writer, r *Report) error {
+	s := junitSuites(r)
 	if _, err := io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"); err != nil {
 		return err
 	}
 	return s.WriteXML(w)
 }
 
-// DirWriter writes the report directory as results arrive: results.jsonl grows a line per
+// dirWriter writes the report directory as results arrive: results.jsonl grows a line per
 // event, junit.xml and report.html are rewritten (atomically) after each result, so a run
 // stopped at any point leaves valid reports of what finished.
-type DirWriter struct {
+type dirWriter struct {
 	Dir    string
 	report *Report
 	jsonl  *os.File
@@ -232,8 +232,8 @@ const (
 	HTMLFile    = "report.html"
 )
 
-// NewDirWriter creates dir and starts results.jsonl with the run record.
-func NewDirWriter(dir string, info RunInfo) (*DirWriter, error) {
+// newDirWriter creates dir and starts results.jsonl with the run record.
+func newDirWriter(dir string, info RunInfo) (*dirWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create report dir: %w", err)
 	}
@@ -241,62 +241,62 @@ func NewDirWriter(dir string, info RunInfo) (*DirWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create report: %w", err)
 	}
-	w := &DirWriter{Dir: dir, report: &Report{Info: info}, jsonl: f}
+	w := &dirWriter{Dir: dir, report: &Report{Info: info}, jsonl: f}
 	w.line(RunRecord(info))
 	w.render()
 	return w, nil
 }
 
 // Report is the report collected so far.
-func (w *DirWriter) Report() *Report { return w.report }
+func (w *dirWriter) Report() *Report { return w.report }
 
 // Err is the first write error, if any; the run goes on, the caller reports it at the end.
-func (w *DirWriter) Err() error { return w.err }
+func (w *dirWriter) Err() error { return w.err }
 
-func (w *DirWriter) line(rec Record) {
-	if err := WriteRecord(w.jsonl, rec); err != nil && w.err == nil {
+func (w *dirWriter) line(rec Record) {
+	if err := writeRecord(w.jsonl, rec); err != nil && w.err == nil {
 		w.err = fmt.Errorf("write %s: %w", filepath.Join(w.Dir, ResultsFile), err)
 	}
 }
 
-// Env implements Observer.
-func (w *DirWriter) Env(e Env) {
+// Env implements events.
+func (w *dirWriter) Env(e Env) {
 	w.report.Env(e)
 	w.line(EnvRecord(e))
 	w.render()
 }
 
-// Started implements Observer.
-func (w *DirWriter) Started(string, string) {}
+// Started implements events.
+func (w *dirWriter) Started(string, string) {}
 
-// Result implements Observer.
-func (w *DirWriter) Result(res Result) {
+// Result implements events.
+func (w *dirWriter) Result(res Result) {
 	w.report.Result(res)
 	w.line(ResultRecord(res))
 	w.render()
 }
 
-// Scaling implements Observer; the HTML is redrawn when the results next change or at Close.
-func (w *DirWriter) Scaling(s ScalingRow) {
+// Scaling implements events; the HTML is redrawn when the results next change or at Close.
+func (w *dirWriter) Scaling(s ScalingRow) {
 	w.report.Scaling(s)
 	w.line(ScalingRecord(s))
 }
 
-// Boundary implements Observer.
-func (w *DirWriter) Boundary(b BoundaryRow) {
+// Boundary implements events.
+func (w *dirWriter) Boundary(b BoundaryRow) {
 	w.report.Boundary(b)
 	w.line(BoundaryRecord(b))
 }
 
-// Notice implements Observer.
-func (w *DirWriter) Notice(target, msg string) {
+// Notice implements events.
+func (w *dirWriter) Notice(target, msg string) {
 	w.report.Notice(target, msg)
 	w.line(NoticeRecord(target, msg))
 }
 
 // Close writes the summary line and the final junit.xml and report.html. interrupted marks
 // a run stopped before the end.
-func (w *DirWriter) Close(interrupted bool) error {
+func (w *dirWriter) Close(interrupted bool) error {
 	w.report.Interrupted = interrupted
 	w.line(SummaryRecord(w.report))
 	if err := w.jsonl.Close(); err != nil && w.err == nil {
@@ -306,11 +306,11 @@ func (w *DirWriter) Close(interrupted bool) error {
 	return w.err
 }
 
-func (w *DirWriter) render() {
+func (w *dirWriter) render() {
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, *Report) error
-	}{{JUnitFile, WriteJUnit}, {HTMLFile, WriteHTML}} {
+	}{{JUnitFile, writeJUnit}, {HTMLFile, writeHTML}} {
 		if err := atomicfile.Write(filepath.Join(w.Dir, f.name), func(out io.Writer) error { return f.write(out, w.report) }, atomicfile.Options{}); err != nil && w.err == nil {
 			w.err = err
 		}
@@ -327,10 +327,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return k
 }
 
-// ReadReport rebuilds a report from results.jsonl (or the output of `verify --json`), so
+// readReport rebuilds a report from results.jsonl (or the output of `verify --json`), so
 // that the HTML and JUnit reports of an archived run can be drawn again by a newer mpspatch.
 // Lines of unknown type are skipped; a line that is not JSON is an error naming its number.
-func ReadReport(r io.Reader) (*Report, error) {
+func readReport(r io.Reader) (*Report, error) {
 	rep := &Report{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
@@ -394,8 +394,8 @@ func WriteReports(dir string, rep *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report dir: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, rep) }, atomicfile.Options{}); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return writeJUnit(w, rep) }, atomicfile.Options{}); err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, rep) }, atomicfile.Options{})
+	return atomicfile.Write(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return writeHTML(w, rep) }, atomicfile.Options{})
 }

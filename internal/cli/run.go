@@ -27,6 +27,7 @@ import (
 	"github.com/mpspatch/mpspatch/internal/statekey"
 	"github.com/mpspatch/mpspatch/internal/suiteparam"
 	"github.com/mpspatch/mpspatch/metalcheck"
+	"github.com/mpspatch/mpspatch/verify"
 )
 
 // hostOS is the platform the run decides Mac-only stages by; tests override it.
@@ -39,17 +40,11 @@ type runOptions struct {
 	full        bool
 	build       bool
 	python      string
-	device      string
-	profile     string
-	suites      []string
 	reportDir   string
 	format      string
 	summaryFile string
-	noScaling   bool
-	suitesDir   string
-	// allowForeign is passed to verify: run the suites even when the interpreter's torch
-	// is not the build in --dir.
-	allowForeign bool
+	// verifyFlags are verify's own flags, declared and checked by verify (addVerifyFlags).
+	verifyFlags
 }
 
 // The stages of `mpspatch run`, in order.
@@ -123,15 +118,10 @@ when that is set). The exit code is the first failing stage's code.`,
 	f.BoolVar(&opts.full, "full", false, "clone the whole history (for rebasing the series), not only the commit")
 	f.BoolVar(&opts.build, "build", false, "build on a platform without MPS too (default: build only on macOS)")
 	f.StringVar(&opts.python, "python", "", "interpreter that builds and is verified (default: config build.python / verify.python)")
-	f.BoolVar(&opts.allowForeign, "allow-foreign-torch", false, "verify even when the interpreter's torch is not the build in --dir (passed to verify)")
-	f.StringVar(&opts.device, "device", "", "device the suites run on: mps, cuda or cpu (default: config verify.device, else mps)")
-	f.StringVar(&opts.profile, "profile", "", "suite profile: quick or full (default: config verify.profile)")
-	f.StringArrayVar(&opts.suites, "suite", nil, "run only this suite file in verify (repeatable)")
+	addVerifyFlags(f, &opts.verifyFlags, "mps")
+	_ = f.MarkHidden("suites-dir")
 	f.StringVar(&opts.reportDir, "report-dir", "", "where verify and audit reports go (default: DIR/.mpspatch/run/report)")
 	f.StringVar(&opts.format, "format", "", "summary format: text, json or markdown (default text; json with --json)")
-	f.BoolVar(&opts.noScaling, "no-scaling", false, "verify without the scaling benchmark")
-	f.StringVar(&opts.suitesDir, "suites-dir", "", "verify with the suites in this directory (for suite authors)")
-	_ = f.MarkHidden("suites-dir")
 	f.StringVar(&opts.summaryFile, "summary-file", "", "also append the Markdown summary to this file (default: $GITHUB_STEP_SUMMARY when set)")
 	return cmd
 }
@@ -146,8 +136,8 @@ func (o *runOptions) check() error {
 	if o.from != "" && o.until != "" && slices.Index(runStages, o.until) < slices.Index(runStages, o.from) {
 		return usageErrorf("--until %s comes before --from %s", o.until, o.from)
 	}
-	if _, err := suiteparam.ParseDevice(o.device); err != nil {
-		return usageErrorf("--device: %v", err)
+	if err := checkDevice(o.device); err != nil {
+		return err
 	}
 	return nil
 }
@@ -516,43 +506,24 @@ func (r *runner) verify(ctx context.Context, log io.Writer) (pipeline.Result, er
 	if err := r.state.report.CheckNoLinks(); err != nil {
 		return pipeline.Result{}, confinedError(err)
 	}
-	args := []string{"verify", "--device", r.device, "--report-dir", r.reportDir}
-	if r.opts.python != "" {
-		args = append(args, "--python", r.opts.python)
-	}
-	if r.opts.profile != "" {
-		args = append(args, "--profile", r.opts.profile)
-	}
-	for _, s := range r.opts.suites {
-		args = append(args, "--suite", s)
-	}
-	if r.opts.noScaling {
-		args = append(args, "--no-scaling")
-	}
-	if r.opts.suitesDir != "" {
-		args = append(args, "--suites-dir", r.opts.suitesDir)
-	}
+	// The options `mpspatch verify` would have; the log shows that command line.
+	o := &verifyOptions{verifyFlags: r.opts.verifyFlags, python: r.opts.python, reportDir: r.reportDir, repeat: 1}
+	o.device, o.deviceSet = r.device, true
 	if r.built {
 		// Only a torch built in this tree is checked against it; without a build the
 		// suites run against whatever torch the interpreter has, as the summary says.
-		args = append(args, "--tree", r.dir)
-		if r.opts.allowForeign {
-			args = append(args, "--allow-foreign-torch")
-		}
+		o.tree = r.dir
+	} else {
+		o.allowForeign = false
 	}
-	var out bytes.Buffer
-	err := r.subRaw(ctx, log, &out, append([]string{"--json"}, args...)...)
-	res := pipeline.Result{Report: filepath.Join(r.reportDir, "report.html")}
-	// verify writes JSON Lines; the last summary record has the counts.
-	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
-		var rec struct {
-			Type   string         `json:"type"`
-			Status string         `json:"status"`
-			Counts map[string]int `json:"counts"`
+	rep, err := verifyInLog(ctx, r.d, o, log)
+	res := pipeline.Result{Report: filepath.Join(r.reportDir, verify.HTMLFile)}
+	if rep != nil {
+		counts := map[string]int{}
+		for o, n := range rep.Counts(verify.TargetPatched) {
+			counts[string(o)] = n
 		}
-		if json.Unmarshal(line, &rec) == nil && rec.Type == "summary" {
-			res.Detail = formatCounts(rec.Status, rec.Counts)
-		}
+		res.Detail = formatCounts(rep.Status(), counts)
 	}
 	return res, err
 }
@@ -627,62 +598,6 @@ func (r *runner) stageDeps(log io.Writer) (d *deps, done func()) {
 		errw.Flush()
 		r.view.end()
 	}
-}
-
-// subRaw runs one mpspatch command in-process through Main, as a user would type it,
-// with its stdout in out and the log, its stderr in the log and shown live: the verify
-// stage only (it moves to a direct call with verify's session).
-func (r *runner) subRaw(ctx context.Context, log, out io.Writer, args ...string) error {
-	name := args[0]
-	if name == "--json" && len(args) > 1 {
-		name = args[1]
-	}
-	if r.d.global.configPath != "" {
-		args = append([]string{"--config", r.d.global.configPath}, args...)
-	}
-	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
-	code := Main(withHeldTreeLock(ctx, r.state.lock), args, IOStreams{In: strings.NewReader(""), Out: io.MultiWriter(out, log), Err: io.MultiWriter(log, r.view), Getenv: r.d.io.Getenv})
-	r.view.end()
-	fmt.Fprintf(log, "exit %d\n", code)
-	if code == ExitOK {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	// The command's own error line is the reason; the summary says which stage failed
-	// with which code.
-	if msg := lastErrorLine(log); msg != "" {
-		return withCode(code, errors.New(msg))
-	}
-	return withCode(code, fmt.Errorf("%s: %s", name, cmp.Or(codeSummaries[code], fmt.Sprintf("exit %d", code))))
-}
-
-// lastErrorLine returns the last "mpspatch: ..." line of a log, without that prefix, when
-// the log is a file that can be read back (through the open file: its name is not looked
-// up again), looking at its last 64 KiB only.
-func lastErrorLine(log io.Writer) string {
-	f, ok := log.(*os.File)
-	if !ok {
-		return ""
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	const tail = 64 << 10
-	off := max(0, fi.Size()-tail)
-	data := make([]byte, fi.Size()-off)
-	if n, err := f.ReadAt(data, off); err != nil && n < len(data) {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if msg, ok := strings.CutPrefix(lines[i], "mpspatch: "); ok {
-			return msg
-		}
-	}
-	return ""
 }
 
 // treeState is the tree's state for the files the series touches, as `mpspatch status`

@@ -7,37 +7,71 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/mpspatch/mpspatch/internal/config"
 	"github.com/mpspatch/mpspatch/internal/suiteparam"
 	"github.com/mpspatch/mpspatch/verify"
 )
 
+// verifyFlags are the flags verify shares with run's verify stage: each is declared,
+// defaulted from the config and checked here, once, for both commands.
+type verifyFlags struct {
+	device    string
+	deviceSet bool // --device given, even as "": the config's device does not apply
+	profile   string
+	suites    []string
+	noScaling bool
+	suitesDir string
+	// allowForeign runs the suites even when the tree's build is not the torch loaded.
+	allowForeign bool
+}
+
+// addVerifyFlags declares the shared verify flags on f; deviceDefault says what an unset
+// --device with no [verify] device means to this command.
+func addVerifyFlags(f *pflag.FlagSet, o *verifyFlags, deviceDefault string) {
+	f.BoolVar(&o.allowForeign, "allow-foreign-torch", false, "run the suites even when the torch loaded is not the tree's build (a warning instead)")
+	f.StringVar(&o.device, "device", "", "device the suites run on: mps, cuda or cpu (default: [verify] device, else "+deviceDefault+")")
+	f.StringVar(&o.profile, "profile", "", "suite profile: quick or full (default: [verify] profile)")
+	f.StringArrayVar(&o.suites, "suite", nil, "run only this suite file (repeatable): raw_ops, test_models.py, ...")
+	f.BoolVar(&o.noScaling, "no-scaling", false, "skip the scaling benchmark")
+	f.StringVar(&o.suitesDir, "suites-dir", "", "run the suites in this directory instead of the embedded ones (for suite authors)")
+}
+
+// checkDevice is the one check of a --device value ("" leaves the choice to the default).
+func checkDevice(device string) error {
+	if _, err := suiteparam.ParseDevice(device); err != nil {
+		return usageErrorf("--device: %v", err)
+	}
+	return nil
+}
+
+// verifyOptions are verify's flags: the shared ones and verify's own.
 type verifyOptions struct {
+	verifyFlags
 	tree      string
 	python    string
-	device    string
-	profile   string
 	threads   []int
 	repeat    int
 	baseline  string
-	suites    []string
 	timeout   time.Duration
 	reportDir string
-	noScaling bool
-	suitesDir string
 	render    string
-	// allowForeign runs the suites even when --tree's build is not the torch loaded.
-	allowForeign bool
 
 	threadsSet bool // --threads given on the command line (also sent to the benchmark)
 }
 
 func newVerifyCmd(d *deps) *cobra.Command {
+	return newVerifyCmdRun(d, nil)
+}
+
+// newVerifyCmdRun builds the verify command; runF, when not nil, runs instead of the
+// session with the options the flags gave (tests of the flags run nothing).
+func newVerifyCmdRun(d *deps, runF func(context.Context, *verifyOptions) error) *cobra.Command {
 	opts := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -58,44 +92,41 @@ encoder-already-encoding, invalid-kerneldag, matmul-index-not-found, metal-asser
 With --repeat N each suite file runs N times, and a test passes only if all N runs pass;
 nothing is ever rerun automatically. --baseline runs the same suites against a second
 interpreter (stock PyTorch) and reports both side by side; only the patched run decides
-the exit status.
+the exit status. A relative interpreter path is taken from the current directory; a bare
+name (python3) is looked up in PATH.
 
 Reports go to --report-dir: results.jsonl, junit.xml and report.html (self-contained, with
-the scaling chart), written as results arrive. Exit 1 when any test fails, errors, crashes
-or times out; 5 when the interpreter has no torch or pytest.`,
+the scaling chart), written as results arrive; a verify that fails before running leaves
+none. Exit 1 when any test fails, errors, crashes or times out; 5 when the interpreter is
+not Python or has no torch or pytest.`,
 		Example: `  mpspatch verify --device mps --profile full --repeat 5
   mpspatch verify --python venv/bin/python --baseline stock/bin/python --suite models
   mpspatch verify --device cpu --profile quick --json > results.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.threadsSet = cmd.Flags().Changed("threads")
-			return runVerify(cmd.Context(), d, cmd, opts)
+			opts.deviceSet = cmd.Flags().Changed("device")
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runVerify(cmd.Context(), d, opts)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.tree, "tree", "", "PyTorch tree the build came from; refuse to run when python loads another torch")
-	f.BoolVar(&opts.allowForeign, "allow-foreign-torch", false, "with --tree: run even when the torch loaded is not the tree's build (a warning instead)")
 	f.StringVar(&opts.python, "python", "", "interpreter whose torch is verified (default: [verify] python)")
-	f.StringVar(&opts.device, "device", "", "mps, cuda or cpu (default: [verify] device, else the best available)")
-	f.StringVar(&opts.profile, "profile", "", "quick or full (default: [verify] profile)")
+	addVerifyFlags(f, &opts.verifyFlags, "the best available")
 	f.IntSliceVar(&opts.threads, "threads", nil, "thread counts, e.g. 2,4,8 (default: [verify] threads)")
 	f.IntVar(&opts.repeat, "repeat", 1, "run every suite file N times; a test passes only if all N runs pass")
 	f.StringVar(&opts.baseline, "baseline", "", "second interpreter (stock PyTorch) to run the same suites against")
-	f.StringArrayVar(&opts.suites, "suite", nil, "run only this suite file (repeatable): raw_ops, test_models.py, ...")
 	f.DurationVar(&opts.timeout, "timeout", 0, "per-test limit before the test is a timeout (default: [verify] timeout)")
 	f.StringVar(&opts.reportDir, "report-dir", "", "where reports are written (default: [verify] report_dir)")
-	f.BoolVar(&opts.noScaling, "no-scaling", false, "skip the scaling benchmark")
 	f.StringVar(&opts.render, "render", "", "run nothing: redraw junit.xml and report.html in --report-dir from a results.jsonl")
-	f.StringVar(&opts.suitesDir, "suites-dir", "", "run the suites in this directory instead of the embedded ones (for suite authors)")
 	return cmd
 }
 
 // resolve fills unset options from the config and checks them.
-func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
-	c, err := d.config()
-	if err != nil {
-		return err
-	}
+func (o *verifyOptions) resolve(c config.Config) error {
 	v := c.Verify
 	if o.python == "" {
 		o.python = v.Python
@@ -103,7 +134,7 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 	if o.python == "" {
 		o.python = "python3"
 	}
-	if !cmd.Flags().Changed("device") {
+	if !o.deviceSet {
 		o.device = string(v.Device)
 	}
 	if o.profile == "" {
@@ -124,8 +155,8 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 	if o.reportDir == "" {
 		o.reportDir = "mpspatch-report"
 	}
-	if _, err := suiteparam.ParseDevice(o.device); err != nil {
-		return usageErrorf("--device: %v", err)
+	if err := checkDevice(o.device); err != nil {
+		return err
 	}
 	if _, err := suiteparam.ParseProfile(o.profile); err != nil {
 		return usageErrorf("--profile: %v", err)
@@ -153,147 +184,182 @@ func (o *verifyOptions) resolve(d *deps, cmd *cobra.Command) error {
 	return nil
 }
 
-func runVerify(ctx context.Context, d *deps, cmd *cobra.Command, opts *verifyOptions) error {
+// plan is the verify session the resolved options ask for.
+func (o *verifyOptions) plan() (verify.Plan, error) {
+	suitesDir := o.suitesDir
+	if suitesDir != "" {
+		abs, err := filepath.Abs(suitesDir)
+		if err != nil {
+			return verify.Plan{}, usageErrorf("--suites-dir %s: %v", o.suitesDir, err)
+		}
+		if _, err := os.Stat(filepath.Join(abs, "conftest.py")); err != nil {
+			return verify.Plan{}, withCode(ExitUsage, fmt.Errorf("--suites-dir %s: no conftest.py there: %w", o.suitesDir, err))
+		}
+		suitesDir = abs
+	}
+	plan := verify.Plan{
+		Python: o.python, Baseline: o.baseline, Device: o.device, Profile: o.profile,
+		Threads: o.threads, ThreadsToBench: o.threadsSet, Repeat: o.repeat, Suites: o.suites,
+		NoScaling: o.noScaling, Timeout: o.timeout, ReportDir: o.reportDir, SuitesDir: suitesDir,
+		AllowForeign: o.allowForeign,
+	}
+	if tree := o.tree; tree != "" {
+		plan.CheckTorch = func(ctx context.Context, e verify.Env) error { return foreignTorch(ctx, e, tree) }
+	}
+	return plan, nil
+}
+
+// args is the verify command line that runs o, for a log a person re-runs it from.
+func (o *verifyOptions) args() []string {
+	args := []string{"verify"}
+	add := func(flag, value string) {
+		if value != "" {
+			args = append(args, flag, value)
+		}
+	}
+	add("--python", o.python)
+	add("--tree", o.tree)
+	if o.allowForeign {
+		args = append(args, "--allow-foreign-torch")
+	}
+	if o.deviceSet {
+		args = append(args, "--device", o.device)
+	}
+	add("--profile", o.profile)
+	if o.threadsSet {
+		args = append(args, "--threads", joinInts(o.threads))
+	}
+	if o.repeat > 1 {
+		args = append(args, "--repeat", fmt.Sprint(o.repeat))
+	}
+	add("--baseline", o.baseline)
+	for _, s := range o.suites {
+		args = append(args, "--suite", s)
+	}
+	if o.timeout > 0 {
+		args = append(args, "--timeout", o.timeout.String())
+	}
+	add("--report-dir", o.reportDir)
+	if o.noScaling {
+		args = append(args, "--no-scaling")
+	}
+	add("--suites-dir", o.suitesDir)
+	return args
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func runVerify(ctx context.Context, d *deps, opts *verifyOptions) error {
 	p := d.printer()
 	p.Stream()
-	if err := opts.resolve(d, cmd); err != nil {
+	cfg, err := d.config()
+	if err != nil {
+		return err
+	}
+	if err := opts.resolve(cfg); err != nil {
 		return err
 	}
 	if opts.render != "" {
 		return renderVerify(p, opts)
 	}
-
-	suiteDir := opts.suitesDir
-	if suiteDir == "" {
-		tmp, err := os.MkdirTemp("", "mpspatch-suites-")
-		if err != nil {
-			return fmt.Errorf("verify: create suite dir: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		if err := verify.WriteSuites(tmp); err != nil {
-			return fmt.Errorf("verify: %w", err)
-		}
-		suiteDir = tmp
-	} else if abs, err := filepath.Abs(suiteDir); err == nil {
-		suiteDir = abs
-		if _, err := os.Stat(filepath.Join(suiteDir, "conftest.py")); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--suites-dir %s: no conftest.py there: %w", opts.suitesDir, err))
-		}
-	}
-	all, err := verify.ListSuites(suiteDir)
+	plan, err := opts.plan()
 	if err != nil {
 		return err
 	}
-	files, err := verify.SelectSuites(all, opts.suites)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	scaling := !opts.noScaling
-	if len(opts.suites) > 0 {
-		// --suite narrows the run; the benchmark joins only when named.
-		scaling = false
-		for _, n := range opts.suites {
-			if n == "scaling" || n == "bench_scaling" || n == verify.BenchScript {
-				scaling = !opts.noScaling
-			}
-		}
-		if len(files) == 0 && !scaling {
-			return usageErrorf("--suite selected nothing")
-		}
-	}
-
-	// Which torch is this? Asked before anything runs; no python, torch or pytest is exit 5.
-	p.Progressf("verify: probing %s", opts.python)
-	logPath := probeLog(opts.reportDir, verify.TargetPatched)
-	patched, err := verify.ProbeLogged(ctx, opts.python, verify.TargetPatched, opts.device, logPath)
-	if err != nil {
-		return probeError(ctx, err, logPath)
-	}
-	if err := foreignTorch(ctx, patched, opts.tree); err != nil {
-		if !opts.allowForeign {
-			return withCode(ExitUnsupported, err)
-		}
-		patched.Warnings = append(patched.Warnings, err.Error()+" (--allow-foreign-torch: running anyway)")
-	}
-	envs := []verify.Env{patched}
-	if opts.baseline != "" {
-		p.Progressf("verify: probing baseline %s", opts.baseline)
-		logPath := probeLog(opts.reportDir, verify.TargetBaseline)
-		base, err := verify.ProbeLogged(ctx, opts.baseline, verify.TargetBaseline, patched.Device, logPath)
-		if err != nil {
-			return probeError(ctx, fmt.Errorf("baseline: %w", err), logPath)
-		}
-		if base.TorchPath == patched.TorchPath {
-			base.Warnings = append(base.Warnings, "the baseline loads the same torch as the patched run ("+base.TorchPath+"): the comparison means nothing")
-		}
-		envs = append(envs, base)
-	}
-
-	info := verify.RunInfo{Profile: opts.profile, Device: patched.Device, Threads: opts.threads,
-		Repeat: opts.repeat, Timeout: opts.timeout.String(), Suites: opts.suites, Scaling: scaling,
-		StartedAt: time.Now().UTC()}
-	dw, err := verify.NewDirWriter(opts.reportDir, info)
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
 	term := &verifyTerminal{p: p, live: d.io.ErrTTY && !d.global.quiet && !p.json}
-	obs := verify.Observers{dw, term}
-	if p.json {
-		_ = p.JSONLine(verify.RunRecord(info))
-	}
-	for _, e := range envs {
-		for _, w := range e.Warnings {
-			p.Warnf("%s: %s", e.Target, w)
-		}
-		obs.Env(e)
-		if !p.json {
-			writeEnv(p.out, e)
-		}
-	}
-	if !p.json {
-		fmt.Fprintf(p.out, "rule: %s\n\n", verify.VerdictRule)
-	}
-
-	var benchThreads []int
-	if opts.threadsSet {
-		benchThreads = withOne(opts.threads)
-	}
-	logDir := filepath.Join(opts.reportDir, "logs")
-	var runErr error
-	for _, e := range envs {
-		term.clear()
-		p.Progressf("verify: %s: %s on %s, profile %s, repeat %d", e.Target, plural(len(files), "suite file"), e.Device, opts.profile, opts.repeat)
-		runErr = verify.Run(ctx, verify.Options{
-			Target: e.Target, Env: e, Profile: opts.profile, Threads: opts.threads,
-			BenchThreads: benchThreads, Repeat: opts.repeat, Files: files, Scaling: scaling,
-			Timeout: opts.timeout, SuitesDir: suiteDir, LogDir: logDir, ReportDir: opts.reportDir,
-		}, obs)
-		if runErr != nil {
-			break
-		}
-	}
+	rep, err := verify.Run(ctx, plan, term)
 	term.clear()
-	interrupted := runErr != nil && ctx.Err() != nil
-	closeErr := dw.Close(interrupted)
-	rep := dw.Report()
+	return finishVerify(ctx, p, rep, err, opts.reportDir)
+}
+
+// verifyInLog is `mpspatch verify` with the options o, for run's verify stage: the same
+// defaults, checks and session, its text output made safe in log, which starts with the
+// command line that does the same again by hand and ends with its exit code.
+func verifyInLog(ctx context.Context, d *deps, o *verifyOptions, log io.Writer) (*verify.Report, error) {
+	args := o.args()
+	if d.global.configPath != "" {
+		args = append([]string{"--config", d.global.configPath}, args...)
+	}
+	fmt.Fprintf(log, "$ mpspatch %s\n", strings.Join(args, " "))
+	rep, err := func() (*verify.Report, error) {
+		cfg, err := d.config()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.resolve(cfg); err != nil {
+			return nil, err
+		}
+		plan, err := o.plan()
+		if err != nil {
+			return nil, err
+		}
+		safe := newSafeWriter(log, false, false)
+		defer safe.Flush()
+		p := newPrinter(IOStreams{Out: safe, Err: safe}, false, false)
+		term := &verifyTerminal{p: p}
+		rep, err := verify.Run(ctx, plan, term)
+		term.clear()
+		return rep, finishVerify(ctx, p, rep, err, o.reportDir)
+	}()
+	code := exitCodeOf(err)
+	fmt.Fprintf(log, "exit %d\n", code)
+	var silent *silentError
+	if errors.As(err, &silent) {
+		err = withCode(code, errors.New(codeSummaries[code])) // the table in the log says which tests
+	}
+	return rep, err
+}
+
+// finishVerify shows the result of a verify session (the table, or the --json summary)
+// and maps it to the command's exit: 1 when a test failed or none reported, 5 for an
+// environment that cannot run the suites, 2 for a plan that selects nothing there is.
+func finishVerify(ctx context.Context, p *printer, rep *verify.Report, err error, reportDir string) error {
+	if rep == nil {
+		return verifyStartError(ctx, err)
+	}
 	if p.json {
 		_ = p.StreamSummary(verify.SummaryRecord(rep))
 	} else {
-		writeVerifyTable(p, rep, opts.reportDir, verify.HTMLFile, verify.JUnitFile, verify.ResultsFile)
+		writeVerifyTable(p, rep, reportDir, verify.HTMLFile, verify.JUnitFile, verify.ResultsFile)
 	}
 	switch {
-	case runErr != nil && interrupted:
+	case err != nil && rep.Interrupted:
 		return ctx.Err()
-	case runErr != nil:
-		return fmt.Errorf("verify: %w", runErr)
-	case closeErr != nil:
-		return fmt.Errorf("verify: reports: %w", closeErr)
+	case err != nil:
+		return fmt.Errorf("verify: %w", err)
 	case rep.Failed():
 		return &silentError{ExitCheckFailed}
 	case len(rep.Results) == 0:
 		return withCode(ExitCheckFailed, errors.New("verify: the suites reported no results"))
 	}
 	return nil
+}
+
+// verifyStartError maps the error of a session that failed before anything ran.
+func verifyStartError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // "interrupted", whatever step it cut short
+	}
+	var pe *verify.ProbeError
+	isProbe := errors.As(err, &pe)
+	if isProbe && pe.Log != "" {
+		err = &logError{err: err, log: pe.Log} // the --json error's details.log
+	}
+	switch {
+	case errors.Is(err, verify.ErrUnsupported):
+		return withCode(ExitUnsupported, err)
+	case errors.Is(err, verify.ErrPlan):
+		return withCode(ExitUsage, err)
+	case isProbe:
+		return err
+	}
+	return fmt.Errorf("verify: %w", err)
 }
 
 // renderVerify redraws the reports of an archived run (results.jsonl or `verify --json`
@@ -321,41 +387,6 @@ func renderVerify(p *printer, opts *verifyOptions) error {
 	return nil
 }
 
-// probeLog is where the torch probe of target writes its output: next to the suites' logs,
-// so the error of a failed probe can name it. "" (no log) when the directory cannot be made.
-func probeLog(reportDir, target string) string {
-	dir := filepath.Join(reportDir, "logs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "probe-"+target+".log")
-}
-
-func probeError(ctx context.Context, err error, logPath string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if fi, serr := os.Stat(logPath); logPath != "" && serr == nil && fi.Size() > 0 {
-		err = &logError{err: err, log: logPath} // the --json error's details.log
-	}
-	if errors.Is(err, verify.ErrUnsupported) {
-		return withCode(ExitUnsupported, err)
-	}
-	return err
-}
-
-// withOne returns threads with 1 first: the benchmark's efficiency is relative to one thread.
-func withOne(threads []int) []int {
-	out := []int{1}
-	for _, n := range threads {
-		if n != 1 {
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out[1:])
-	return out
-}
-
 func writeEnv(w io.Writer, e verify.Env) {
 	git := e.TorchGit
 	if git == "" {
@@ -376,6 +407,42 @@ type verifyTerminal struct {
 	p    *printer
 	live bool // stderr is a terminal: show the running test on a line that is redrawn
 	open bool // a "running" line is on screen
+	info verify.RunInfo
+}
+
+func (t *verifyTerminal) Probing(target, interpreter string) {
+	if target == verify.TargetPatched {
+		t.p.Progressf("verify: probing %s", interpreter)
+		return
+	}
+	t.p.Progressf("verify: probing %s %s", target, interpreter)
+}
+
+// Ready shows what is about to be verified: the run's settings (--json) and each
+// interpreter's torch, with the verdict rule.
+func (t *verifyTerminal) Ready(info verify.RunInfo, envs []verify.Env) {
+	t.info = info
+	if t.p.json {
+		_ = t.p.JSONLine(verify.RunRecord(info))
+	}
+	for _, e := range envs {
+		for _, w := range e.Warnings {
+			t.p.Warnf("%s: %s", e.Target, w)
+		}
+		if t.p.json {
+			_ = t.p.JSONLine(verify.EnvRecord(e))
+		} else {
+			writeEnv(t.p.out, e)
+		}
+	}
+	if !t.p.json {
+		fmt.Fprintf(t.p.out, "rule: %s\n\n", verify.VerdictRule)
+	}
+}
+
+func (t *verifyTerminal) Running(e verify.Env, files int) {
+	t.clear()
+	t.p.Progressf("verify: %s: %s on %s, profile %s, repeat %d", e.Target, plural(files, "suite file"), e.Device, t.info.Profile, t.info.Repeat)
 }
 
 // clear removes the "running" line before a permanent line is written.

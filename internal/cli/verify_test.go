@@ -250,26 +250,6 @@ func TestVerifyUsageAndEnvironment(t *testing.T) {
 	}
 }
 
-func TestWithOne(t *testing.T) {
-	for _, tc := range []struct{ in, want []int }{
-		{[]int{2, 4, 8}, []int{1, 2, 4, 8}},
-		{[]int{8, 1, 2}, []int{1, 2, 8}},
-		{nil, []int{1}},
-	} {
-		have := withOne(tc.in)
-		if len(have) != len(tc.want) {
-			t.Errorf("withOne(%v) = %v, want %v", tc.in, have, tc.want)
-			continue
-		}
-		for i := range have {
-			if have[i] != tc.want[i] {
-				t.Errorf("withOne(%v) = %v, want %v", tc.in, have, tc.want)
-				break
-			}
-		}
-	}
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
