@@ -20,7 +20,7 @@ func TestHTMLLegendOnlyWhatRan(t *testing.T) {
 			Efficiency: 1, HostMS: 1, DeviceMS: 2, Ceiling: 1.5, Label: "scales"})
 	}
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, r); err != nil {
+	if err := writeHTML(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	html := strings.ReplaceAll(buf.String(), "dominant-baseline", "") // SVG's own word
