@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,8 +24,11 @@ type treeOptions struct {
 	patches string
 }
 
+// treeFlagHelp says what --tree is and where a command given none works.
+const treeFlagHelp = "PyTorch checkout to work on (also the argument); with neither, the checkout holding the current directory, found as git finds its top level"
+
 func addTreeFlags(cmd *cobra.Command, o *treeOptions) {
-	cmd.Flags().StringVar(&o.tree, "tree", ".", "PyTorch checkout to work on")
+	cmd.Flags().StringVar(&o.tree, "tree", ".", treeFlagHelp)
 	addPatchesFlag(cmd, o)
 }
 
@@ -161,4 +165,101 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %ses", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// findTreeTop finds the tree a command given no tree works on, from the directory it was
+// started in, as git finds a repository's top level: the nearest directory, this one or
+// one above, that holds a `.git` entry (a directory, a file or a link: only its presence
+// is looked at, it is never read or followed, so a planted `.git` file pointing elsewhere
+// decides nothing but where the tree starts) or, for a tree with no git, both setup.py
+// and aten/ (a PyTorch source tree). As git, the walk stops at the root, at a mount
+// boundary (another file system) and before any directory GIT_CEILING_DIRECTORIES
+// lists. It gives "." when the start is the top or when no top is found (the command then
+// says what it says of "."), else the top's absolute, symlink-free path.
+func findTreeTop(getenv func(string) string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return findTreeTopFrom(wd, getenv)
+}
+
+// findTreeTopFrom is findTreeTop from the directory wd.
+func findTreeTopFrom(wd string, getenv func(string) string) string {
+	start, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return "."
+	}
+	ceilings := ceilingDirs(getenv("GIT_CEILING_DIRECTORIES"))
+	startInfo, err := os.Lstat(start)
+	if err != nil {
+		return "."
+	}
+	for dir := start; ; {
+		if isTreeTop(dir) {
+			if dir == start {
+				return "."
+			}
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir || slices.Contains(ceilings, parent) {
+			return "."
+		}
+		pi, err := os.Lstat(parent)
+		if err != nil || !sameDevice(startInfo, pi) {
+			return "."
+		}
+		dir = parent
+	}
+}
+
+// isTreeTop says whether dir is the top of a checkout (see findTreeTop).
+func isTreeTop(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		return true
+	}
+	setup, err := os.Lstat(filepath.Join(dir, "setup.py"))
+	if err != nil || !setup.Mode().IsRegular() {
+		return false
+	}
+	aten, err := os.Lstat(filepath.Join(dir, "aten"))
+	return err == nil && aten.IsDir()
+}
+
+// ceilingDirs reads GIT_CEILING_DIRECTORIES as git does: absolute paths separated by the
+// list separator, relative and empty entries ignored, each resolved through its links.
+func ceilingDirs(v string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(v) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return dirs
+}
+
+// discoverTree makes c, when no tree was named (neither --tree nor the argument), work on
+// the tree found from the current directory upward (see findTreeTop), as git commands do.
+func discoverTree(c *cobra.Command, getenv func(string) string) {
+	prev := c.PreRunE
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(cmd, args); err != nil {
+				return err
+			}
+		}
+		f := cmd.Flags().Lookup("tree")
+		if f == nil || f.Changed || f.Value.String() != "." {
+			return nil
+		}
+		if top := findTreeTop(getenv); top != "." {
+			return cmd.Flags().Set("tree", top)
+		}
+		return nil
+	}
 }
