@@ -29,6 +29,7 @@ var (
 // users type it: `mpspatch apply ~/src/pytorch` is `mpspatch apply --tree ~/src/pytorch`.
 var pathArgCommands = map[string]string{
 	"apply": "tree", "unapply": "tree", "status": "tree", "check": "tree", "build": "tree", "verify": "tree",
+	"audit": "tree", "export": "tree", "rebase": "tree",
 	"clone": "dir",
 }
 
