@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/config"
+	"github.com/mpspatch/mpspatch/internal/run"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/stack"
 	"github.com/mpspatch/mpspatch/patches"
@@ -262,4 +263,52 @@ func discoverTree(c *cobra.Command, getenv func(string) string) {
 		}
 		return nil
 	}
+}
+
+// notPyTorchCheckout is the verdict status, apply and unapply give a directory that holds
+// none of the files the series touches: the wrong directory, which is a usage error (exit
+// 2), not a tree whose every file conflicts. nil when st says otherwise.
+func notPyTorchCheckout(tree string, st *series.TreeStatus) error {
+	if st == nil || len(st.Files) == 0 || missingFiles(st) != len(st.Files) {
+		return nil
+	}
+	return usageErrorf("%s is not a PyTorch checkout: none of the %s the series touches exist there (%s, ...)",
+		tree, plural(len(st.Files), "file"), st.Files[0].Path)
+}
+
+// wayOut is the next step after apply or unapply refused a tree in a mixed state (partly
+// patched, or files with edits of their own): the files that are not at the base and the
+// command that puts them back to the work tree's HEAD. It is git stash, not checkout, so
+// that nothing is lost: the changes wait in the stash (git stash pop brings them back).
+// A tree without git gets the files named and what to restore them from. "" when every
+// file is at the base.
+func wayOut(tree string, st *series.TreeStatus) string {
+	var files []string
+	for _, f := range st.Files {
+		if f.Version != 0 || f.Edited {
+			files = append(files, f.Path)
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(tree, ".git")); err != nil {
+		return fmt.Sprintf("To start again from the base, restore %s from the PyTorch sources the series is for, then run the command again.",
+			pluralNames(files))
+	}
+	argv := append([]string{"git", "-C", tree, "stash", "push", "--include-untracked", "-m", "mpspatch: mixed tree", "--"}, files...)
+	return fmt.Sprintf("To start again from the commit checked out, set %s aside (kept in git's stash; `git stash pop` brings them back):\n  %s\nthen run the command again.",
+		pluralNames(files), run.QuoteArgv(argv))
+}
+
+// pluralNames says "the file a" or "the 3 files a, b, c".
+func pluralNames(files []string) string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = series.QuotePath(f)
+	}
+	if len(files) == 1 {
+		return "the file " + quoted[0]
+	}
+	return fmt.Sprintf("the %d files %s", len(files), strings.Join(quoted, ", "))
 }
