@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestColorPrecedence(t *testing.T) {
 	for _, tt := range []struct {
@@ -33,5 +36,14 @@ func TestColorPrecedence(t *testing.T) {
 				t.Errorf("ColorErr() = %v, want %v", have, tt.want)
 			}
 		})
+	}
+}
+
+// TestVerboseShowsColourVariables: -v lists every variable that decides colour.
+func TestVerboseShowsColourVariables(t *testing.T) {
+	have := tracedEnv([]string{"FORCE_COLOR=1", "UNRELATED=1", "CLICOLOR_FORCE=1", "NO_COLOR=1"})
+	want := []string{"CLICOLOR_FORCE=1", "FORCE_COLOR=1", "NO_COLOR=1"}
+	if !slices.Equal(have, want) {
+		t.Errorf("tracedEnv = %q, want %q", have, want)
 	}
 }
