@@ -273,7 +273,7 @@ func notPyTorchCheckout(tree string, st *series.TreeStatus) error {
 		return nil
 	}
 	return usageErrorf("%s is not a PyTorch checkout: none of the %s the series touches exist there (%s, ...)",
-		tree, plural(len(st.Files), "file"), st.Files[0].Path)
+		tree, plural(len(st.Files), "file"), series.QuotePath(st.Files[0].Path))
 }
 
 // wayOut is the next step after apply or unapply refused a tree in a mixed state (partly
