@@ -44,7 +44,9 @@ One mpspatch works on a tree at a time; another waits a few seconds, then gives 
 
 Applying to a tree that already holds the series does nothing (exit 0). A tree where some
 touched files are patched and others not, or a touched file carries edits of its own, is
-refused with each file's state (exit 3).
+refused with each file's state and the command that sets the files aside (exit 3). A
+directory holding none of the files the series touches is not a PyTorch checkout (exit
+2), as status says.
 
 --commit (for patch authors, see docs/authoring.md) records the series in git instead:
 a new branch (--branch, default mpspatch/series; an existing one only with --force) at
@@ -199,6 +201,17 @@ func apply(ctx context.Context, d *deps, opts *applyOptions) (*applyReport, erro
 		}
 	}
 	res, err := do(root, s, sopts)
+	if err != nil && res != nil {
+		// The wrong directory gets status's verdict, not a conflict per file; a tree in a
+		// mixed state gets the way out (see wayOut).
+		if nerr := notPyTorchCheckout(opts.tree, res.Before); nerr != nil {
+			return nil, nerr
+		}
+		var se *series.StateError
+		if hint := wayOut(opts.tree, res.Before); hint != "" && errors.As(err, &se) {
+			err = fmt.Errorf("%w\n%s", err, hint)
+		}
+	}
 
 	rep := &applyReport{Operation: verb, Tree: opts.tree, Series: s.Hash(), DryRun: opts.dryRun, series: s, res: res}
 	if res != nil {

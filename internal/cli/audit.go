@@ -35,7 +35,7 @@ type auditOptions struct {
 func newAuditCmd(d *deps) *cobra.Command {
 	opts := &auditOptions{}
 	cmd := &cobra.Command{
-		Use:   "audit [PATH...]",
+		Use:   "audit",
 		Short: "Statically audit the MPS sources for thread-safety hazards",
 		Long: `Scan the MPS sources of a PyTorch tree (.h, .mm, .cpp) for thread-safety hazards:
 lazy singletons, unguarded shared containers, unlocked lazy initialisation, command-buffer
@@ -46,26 +46,29 @@ changed under locks that are not one lock, pooled signal counters reset on reuse
 encoders fetched outside the block that uses them (rules MPS001..MPS013, see
 docs/audit.md).
 
-PATHs are directories or files relative to --tree; default: [audit] paths of the config.
+The tree is the argument (or --tree), as for every command; with neither, the checkout
+holding the current directory. --path PATH (repeatable) audits those directories or
+files of the tree instead of the [audit] paths of the config; PATHs are relative to the
+tree.
 A baseline file lists accepted findings, each with a reason: only findings not in it fail
 the audit. --write-baseline writes one whose reasons are "TODO: explain", which the loader
 rejects until each is replaced by a real reason.
 
 Exit status: 0 no new findings, 1 new findings, 2 bad flags or baseline file.`,
-		Example: `  mpspatch audit --tree ~/src/pytorch
-  mpspatch audit --tree ~/src/pytorch --format sarif > audit.sarif
-  mpspatch audit --tree ~/src/pytorch --write-baseline audit-baseline.toml
-  mpspatch audit --tree ~/src/pytorch --baseline audit-baseline.toml aten/src/ATen/mps`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.paths = args
+		Example: `  mpspatch audit ~/src/pytorch
+  mpspatch audit ~/src/pytorch --format sarif > audit.sarif
+  mpspatch audit ~/src/pytorch --write-baseline audit-baseline.toml
+  mpspatch audit ~/src/pytorch --baseline audit-baseline.toml --path aten/src/ATen/mps`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), d, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.tree, "tree", ".", "PyTorch source tree to audit")
+	f.StringVar(&opts.tree, "tree", ".", treeFlagHelp)
 	f.StringVar(&opts.format, "format", "", "output format: text, json or sarif (default text; json with --json)")
 	f.StringVar(&opts.baseline, "baseline", "", "baseline file of accepted findings (default: [audit] baseline of the config, else the built-in series' own)")
 	f.StringVar(&opts.writeBaseline, "write-baseline", "", "write all current findings to this baseline file (reasons to be filled in) and exit 0")
+	f.StringArrayVar(&opts.paths, "path", nil, "audit this directory or file of the tree (relative to it; repeatable) instead of the config's [audit] paths")
 	f.IntVar(&opts.workers, "workers", 0, "files analysed in parallel (0: one per CPU)")
 	return cmd
 }
@@ -144,7 +147,7 @@ func audit(ctx context.Context, d *deps, opts *auditOptions) (*auditReport, erro
 			}
 		}
 		if len(paths) == 0 {
-			return nil, usageErrorf("audit: none of the configured paths (%s) exist in %s", strings.Join(c.Audit.Paths, ", "), opts.tree)
+			return nil, usageErrorf("audit: none of the configured paths (%s) exist in %s; audit takes the tree as its argument (--path PATH audits part of it)", strings.Join(c.Audit.Paths, ", "), opts.tree)
 		}
 	}
 	baselinePath := opts.baseline

@@ -33,9 +33,9 @@ func TestAuditCommand(t *testing.T) {
 	runCases(t, []mainCase{
 		{"findings fail", []string{"audit", "--tree", auditTree}, ExitCheckFailed,
 			"aten/src/ATen/mps/Stream.mm:7:3: MPS003 unlocked-lazy-init: member Stream::_commandBuffer", ""},
-		{"one path", []string{"audit", "--tree", auditTree, "aten/src/ATen/native/mps/Disabled.mm"}, ExitCheckFailed,
+		{"one path", []string{"audit", "--tree", auditTree, "--path", "aten/src/ATen/native/mps/Disabled.mm"}, ExitCheckFailed,
 			"1 file, 5 new findings", ""},
-		{"clean file", []string{"audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h"}, ExitOK, "1 file, 0 new findings", ""},
+		{"clean file", []string{"audit", "--tree", auditTree, "--path", "aten/src/ATen/mps/Stream.h"}, ExitOK, "1 file, 0 new findings", ""},
 		{"todo baseline rejected", []string{"audit", "--tree", auditTree, "--baseline", todo}, ExitUsage,
 			"", "todo.toml:7: finding 1: reason is \"TODO: explain\""},
 		{"filled baseline", []string{"audit", "--tree", auditTree, "--baseline", filled}, ExitOK, "0 new findings, 70 accepted", ""},
@@ -44,7 +44,7 @@ func TestAuditCommand(t *testing.T) {
 		{"bad format", []string{"audit", "--tree", auditTree, "--format", "xml"}, ExitUsage, "", `--format "xml"`},
 		{"baseline and write-baseline", []string{"audit", "--tree", auditTree, "--baseline", filled, "--write-baseline", todo}, ExitUsage, "", "do not go together"},
 		{"missing tree", []string{"audit", "--tree", filepath.Join(dir, "nope")}, ExitUsage, "", "not a directory"},
-		{"missing path", []string{"audit", "--tree", auditTree, "aten/nope"}, ExitUsage, "", "aten/nope"},
+		{"missing path", []string{"audit", "--tree", auditTree, "--path", "aten/nope"}, ExitUsage, "", "aten/nope"},
 		{"sarif", []string{"audit", "--tree", auditTree, "--format", "sarif"}, ExitCheckFailed, `"version": "2.1.0"`, ""},
 		{"stale baseline entry", []string{"audit", "--tree", auditTree, "--baseline", "../../metalcheck/testdata/baseline.toml"}, ExitCheckFailed,
 			"68 new findings, 2 accepted", "baseline.toml:17: MPS001 in aten/src/ATen/mps/Gone.mm matches no finding any more"},
@@ -85,11 +85,11 @@ func TestAuditCommandJSON(t *testing.T) {
 }
 
 func TestAuditQuietHasNoProgress(t *testing.T) {
-	code, _, stderr := runMain(t, "--quiet", "audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h")
+	code, _, stderr := runMain(t, "--quiet", "audit", "--tree", auditTree, "--path", "aten/src/ATen/mps/Stream.h")
 	if code != ExitOK || stderr != "" {
 		t.Errorf("exit %d, stderr %q; want 0 and nothing on stderr", code, stderr)
 	}
-	_, _, stderr = runMain(t, "audit", "--tree", auditTree, "aten/src/ATen/mps/Stream.h")
+	_, _, stderr = runMain(t, "audit", "--tree", auditTree, "--path", "aten/src/ATen/mps/Stream.h")
 	if !strings.Contains(stderr, "auditing aten/src/ATen/mps/Stream.h") {
 		t.Errorf("stderr %q, want a progress line", stderr)
 	}

@@ -31,6 +31,7 @@ var (
 // users type it: `mpspatch apply ~/src/pytorch` is `mpspatch apply --tree ~/src/pytorch`.
 var pathArgCommands = map[string]string{
 	"apply": "tree", "unapply": "tree", "status": "tree", "check": "tree", "build": "tree", "verify": "tree",
+	"audit": "tree", "export": "tree", "rebase": "tree",
 	"clone": "dir",
 }
 
@@ -38,7 +39,8 @@ var pathArgCommands = map[string]string{
 // value and directory completion for the flags above, and the positional path argument.
 // Doing it here rather than in each command keeps every command's file to its own job, and
 // a command added later gets the same behaviour by having a flag of the same name.
-func wireCompletionAndPaths(root *cobra.Command) {
+// getenv reads the environment of tree discovery (GIT_CEILING_DIRECTORIES).
+func wireCompletionAndPaths(root *cobra.Command, getenv func(string) string) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -46,6 +48,10 @@ func wireCompletionAndPaths(root *cobra.Command) {
 		}
 		if flag, ok := pathArgCommands[c.Name()]; ok && c.Parent() == root && c.Flags().Lookup(flag) != nil {
 			acceptPathArg(c, flag)
+		}
+		if c.Parent() == root {
+			// A command given no tree finds it from here upward, as git (see findTreeTop).
+			discoverTree(c, getenv)
 		}
 		for _, name := range dirFlags {
 			if c.Flags().Lookup(name) != nil {
@@ -81,7 +87,10 @@ func wireCompletionAndPaths(root *cobra.Command) {
 // its usage line, completed as a directory.
 func acceptPathArg(c *cobra.Command, flag string) {
 	metavar := strings.ToUpper(flag)
-	c.Use = strings.Fields(c.Use)[0] + " [" + metavar + "]"
+	// The argument goes right after the name, before what the usage line says of flags
+	// ("rebase [TREE] --onto REF").
+	words := strings.Fields(c.Use)
+	c.Use = strings.Join(append([]string{words[0], "[" + metavar + "]"}, words[1:]...), " ")
 	c.Args = cobra.MaximumNArgs(1)
 	c.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {

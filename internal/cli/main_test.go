@@ -115,7 +115,7 @@ func TestColourOnlyOnATerminal(t *testing.T) {
 	if s.ColorOut() {
 		t.Error("NO_COLOR must switch colour off")
 	}
-	if (IOStreams{OutTTY: false}).ColorOut() {
+	if (IOStreams{OutTTY: false, Getenv: func(string) string { return "" }}).ColorOut() {
 		t.Error("a pipe must not get colour")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +22,10 @@ type globalOptions struct {
 	json       bool
 	quiet      bool
 	verbose    bool
+	// chdir holds each -C DIR in order, as git applies them (see changeDir).
+	chdir []string
+	// color is --color: auto, always or never (see IOStreams.colorOn).
+	color string
 }
 
 // deps is what every command constructor receives: the streams and the global options,
@@ -32,6 +37,10 @@ type deps struct {
 	sink *resultSink
 	// safeOut is stdout's filter under d.io.Out (see safeWriter); nil outside Main.
 	safeOut *safeWriter
+	// safeErr is stderr's filter under d.io.Err; nil outside Main.
+	safeErr *safeWriter
+	// startDir is where the process was before -C moved it; "" when it did not.
+	startDir string
 	// helpOut receives cobra's help and usage, mpspatch's own text; nil means d.io.Out.
 	helpOut io.Writer
 	// args are the command line's words after the program name, for -v.
@@ -125,9 +134,9 @@ func newCommand(d *deps, name string) *cobra.Command {
 func commandToRun(args []string) string {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "--config":
+		case a == "--config", a == "-C", a == "--color":
 			i++ // its value
-		case strings.HasPrefix(a, "--config="), a == "--json", a == "-q", a == "--quiet", a == "-v", a == "--verbose":
+		case strings.HasPrefix(a, "--config="), strings.HasPrefix(a, "--color="), a == "--json", a == "-q", a == "--quiet", a == "-v", a == "--verbose":
 		case strings.HasPrefix(a, "-"):
 			return ""
 		default:
@@ -156,6 +165,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		Example: `  mpspatch check                       # lint the embedded series
   mpspatch apply --tree ~/src/pytorch   # apply it to a checkout
   mpspatch status ~/src/pytorch         # which patches are applied (the tree as an argument)
+  mpspatch -C ~/src/pytorch/aten status # -C DIR: as if started there; the tree is found upward
+  mpspatch --color=always status | less -R
   mpspatch -v build ~/src/pytorch       # show the environment and every command run
   mpspatch verify --json | jq -c 'select(.type == "summary")'`,
 		Version:       currentVersion(),
@@ -164,6 +175,14 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if d.safeOut != nil {
 				d.safeOut.setJSON(d.global.json)
+			}
+			if err := d.applyColor(); err != nil {
+				return err
+			}
+			// -C first: every relative path of the command (flags, arguments, the
+			// config's own lookup) is then relative to DIR, as under git -C.
+			if err := d.changeDir(d.global.chdir); err != nil {
+				return err
 			}
 			if d.global.verbose {
 				d.traceEnvironment(cmd)
@@ -181,6 +200,8 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 	root.SetErr(d.io.Err)
 	root.SetIn(d.io.In)
 	pf := root.PersistentFlags()
+	pf.StringArrayVarP(&d.global.chdir, "chdir", "C", nil, "run as if mpspatch was started in `DIR` (as git -C: repeatable, each relative to the one before; relative paths in other flags are relative to DIR)")
+	pf.StringVar(&d.global.color, "color", "auto", "colour the output: auto (a terminal; NO_COLOR turns it off, CLICOLOR_FORCE or FORCE_COLOR on), always or never; the flag wins over the environment")
 	pf.StringVar(&d.global.configPath, "config", "", "config file (default: ./mpspatch.toml when present, else built-in defaults)")
 	pf.BoolVar(&d.global.json, "json", false, "write results as JSON on stdout")
 	pf.BoolVarP(&d.global.quiet, "quiet", "q", false, "no progress on stderr, nor the notes on reading a format-patch directory")
@@ -201,7 +222,7 @@ The series is embedded in the binary; --patches DIR uses a directory instead.
 		// Made now rather than by cobra at Execute, so that it gets its examples.
 		root.InitDefaultCompletionCmd()
 	}
-	wireCompletionAndPaths(root)
+	wireCompletionAndPaths(root, d.io.getenv)
 	return root
 }
 
@@ -250,6 +271,7 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	safeErr := newSafeWriter(stdio.Err, stdio.ErrTTY, stdio.ColorErr())
 	d.io.Out = d.sink.wrap(d.safeOut)
 	d.io.Err = safeErr
+	d.safeErr = safeErr
 	d.helpOut = d.io.Out
 	if !wantsJSON(args) {
 		d.helpOut = stdio.Out
@@ -257,6 +279,9 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	root := newRootCmd(d, commandToRun(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if d.startDir != "" {
+		_ = os.Chdir(d.startDir)
+	}
 	// --json may not have been parsed when an earlier flag was bad: look at the words too.
 	jsonOut := d.global.json || wantsJSON(args)
 	code := exitCodeOf(err)
@@ -289,6 +314,50 @@ func Main(ctx context.Context, args []string, stdio IOStreams) int {
 	}
 	safeErr.Flush()
 	return code
+}
+
+// applyColor validates --color and sets the streams' colour from it (see IOStreams.colorOn).
+func (d *deps) applyColor() error {
+	switch d.global.color {
+	case "auto", "always", "never":
+	default:
+		return usageErrorf("--color %q: want auto, always or never", d.global.color)
+	}
+	d.io.colorMode = d.global.color
+	if d.safeOut != nil {
+		d.safeOut.setColor(d.io.ColorOut())
+	}
+	if d.safeErr != nil {
+		d.safeErr.setColor(d.io.ColorErr())
+	}
+	return nil
+}
+
+// changeDir applies each -C DIR in turn, as git does: a relative DIR is taken from the
+// directory the one before it left, and an empty one changes nothing. A DIR that cannot
+// be entered is a usage error naming it.
+// Main goes back to where it started when it returns (tests run it in their process).
+func (d *deps) changeDir(dirs []string) error {
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		if d.startDir == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return usageErrorf("-C %s: the current directory: %v", dir, err)
+			}
+			d.startDir = wd
+		}
+		if err := os.Chdir(dir); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return usageErrorf("-C %s: cannot change to that directory: %v", dir, err)
+		}
+	}
+	return nil
 }
 
 // wantsJSON says whether --json is among the words before "--".

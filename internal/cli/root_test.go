@@ -27,6 +27,11 @@ func TestCommandToRun(t *testing.T) {
 		{[]string{"statsu"}, ""}, // cobra suggests "status" from the whole tree
 		{[]string{"--", "status"}, ""},
 		{[]string{"--config"}, ""},
+		{[]string{"-C", "status", "apply"}, "apply"}, // "status" is -C's value
+		{[]string{"-C", "a", "-C", "b", "status"}, "status"},
+		{[]string{"--color", "never", "status"}, "status"},
+		{[]string{"--color=always", "-C", "x", "audit"}, "audit"},
+		{[]string{"-Cx", "status"}, ""}, // value attached: cobra decides
 		{nil, ""},
 	} {
 		if have := commandToRun(tt.args); have != tt.want {

@@ -43,6 +43,13 @@ func (s *safeWriter) setJSON(on bool) {
 	s.json = on
 }
 
+// setColor says whether Paint's colours pass (see IOStreams.colorOn), once --color is known.
+func (s *safeWriter) setColor(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.esc.color = on
+}
+
 func (s *safeWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

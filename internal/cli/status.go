@@ -65,12 +65,11 @@ func runStatus(ctx context.Context, d *deps, opts *statusOptions) error {
 		p.Warnf("%s", st.Interrupted.Hint())
 	}
 	rep := statusReport{Tree: opts.tree, Series: s.Hash(), Summary: string(st.Summary()), TreeStatus: st}
-	if missing := missingFiles(st); len(st.Files) > 0 && missing == len(st.Files) {
+	if err := notPyTorchCheckout(opts.tree, st); err != nil {
 		// Every file the series touches is absent: the wrong directory, not a tree whose
 		// files were all "modified". --json still gets the per-file report.
 		_ = p.Result(rep, func(io.Writer) {})
-		return usageErrorf("%s is not a PyTorch checkout: none of the %s the series touches exist there (%s, ...)",
-			opts.tree, plural(len(st.Files), "file"), st.Files[0].Path)
+		return err
 	}
 	return p.Result(rep, func(w io.Writer) {
 		fmt.Fprintf(w, "series %s: %s\n", s.Source, st.Summary())

@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpspatch/mpspatch/internal/config"
+	"github.com/mpspatch/mpspatch/internal/run"
 	"github.com/mpspatch/mpspatch/internal/series"
 	"github.com/mpspatch/mpspatch/internal/stack"
 	"github.com/mpspatch/mpspatch/patches"
@@ -23,8 +25,11 @@ type treeOptions struct {
 	patches string
 }
 
+// treeFlagHelp says what --tree is and where a command given none works.
+const treeFlagHelp = "PyTorch checkout to work on (also the argument); with neither, the checkout holding the current directory, found as git finds its top level"
+
 func addTreeFlags(cmd *cobra.Command, o *treeOptions) {
-	cmd.Flags().StringVar(&o.tree, "tree", ".", "PyTorch checkout to work on")
+	cmd.Flags().StringVar(&o.tree, "tree", ".", treeFlagHelp)
 	addPatchesFlag(cmd, o)
 }
 
@@ -161,4 +166,149 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %ses", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// findTreeTop finds the tree a command given no tree works on, from the directory it was
+// started in, as git finds a repository's top level: the nearest directory, this one or
+// one above, that holds a `.git` entry (a directory, a file or a link: only its presence
+// is looked at, it is never read or followed, so a planted `.git` file pointing elsewhere
+// decides nothing but where the tree starts) or, for a tree with no git, both setup.py
+// and aten/ (a PyTorch source tree). As git, the walk stops at the root, at a mount
+// boundary (another file system) and before any directory GIT_CEILING_DIRECTORIES
+// lists. It gives "." when the start is the top or when no top is found (the command then
+// says what it says of "."), else the top's absolute, symlink-free path.
+func findTreeTop(getenv func(string) string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return findTreeTopFrom(wd, getenv)
+}
+
+// findTreeTopFrom is findTreeTop from the directory wd.
+func findTreeTopFrom(wd string, getenv func(string) string) string {
+	start, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return "."
+	}
+	ceilings := ceilingDirs(getenv("GIT_CEILING_DIRECTORIES"))
+	startInfo, err := os.Lstat(start)
+	if err != nil {
+		return "."
+	}
+	for dir := start; ; {
+		if isTreeTop(dir) {
+			if dir == start {
+				return "."
+			}
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir || slices.Contains(ceilings, parent) {
+			return "."
+		}
+		pi, err := os.Lstat(parent)
+		if err != nil || !sameDevice(startInfo, pi) {
+			return "."
+		}
+		dir = parent
+	}
+}
+
+// isTreeTop says whether dir is the top of a checkout (see findTreeTop).
+func isTreeTop(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		return true
+	}
+	setup, err := os.Lstat(filepath.Join(dir, "setup.py"))
+	if err != nil || !setup.Mode().IsRegular() {
+		return false
+	}
+	aten, err := os.Lstat(filepath.Join(dir, "aten"))
+	return err == nil && aten.IsDir()
+}
+
+// ceilingDirs reads GIT_CEILING_DIRECTORIES as git does: absolute paths separated by the
+// list separator, relative and empty entries ignored, each resolved through its links.
+func ceilingDirs(v string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(v) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return dirs
+}
+
+// discoverTree makes c, when no tree was named (neither --tree nor the argument), work on
+// the tree found from the current directory upward (see findTreeTop), as git commands do.
+func discoverTree(c *cobra.Command, getenv func(string) string) {
+	prev := c.PreRunE
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(cmd, args); err != nil {
+				return err
+			}
+		}
+		f := cmd.Flags().Lookup("tree")
+		if f == nil || f.Changed || f.Value.String() != "." {
+			return nil
+		}
+		if top := findTreeTop(getenv); top != "." {
+			return cmd.Flags().Set("tree", top)
+		}
+		return nil
+	}
+}
+
+// notPyTorchCheckout is the verdict status, apply and unapply give a directory that holds
+// none of the files the series touches: the wrong directory, which is a usage error (exit
+// 2), not a tree whose every file conflicts. nil when st says otherwise.
+func notPyTorchCheckout(tree string, st *series.TreeStatus) error {
+	if st == nil || len(st.Files) == 0 || missingFiles(st) != len(st.Files) {
+		return nil
+	}
+	return usageErrorf("%s is not a PyTorch checkout: none of the %s the series touches exist there (%s, ...)",
+		tree, plural(len(st.Files), "file"), series.QuotePath(st.Files[0].Path))
+}
+
+// wayOut is the next step after apply or unapply refused a tree in a mixed state (partly
+// patched, or files with edits of their own): the files that are not at the base and the
+// command that puts them back to the work tree's HEAD. It is git stash, not checkout, so
+// that nothing is lost: the changes wait in the stash (git stash pop brings them back).
+// A tree without git gets the files named and what to restore them from. "" when every
+// file is at the base.
+func wayOut(tree string, st *series.TreeStatus) string {
+	var files []string
+	for _, f := range st.Files {
+		if f.Version != 0 || f.Edited {
+			files = append(files, f.Path)
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(tree, ".git")); err != nil {
+		return fmt.Sprintf("To start again from the base, restore %s from the PyTorch sources the series is for, then run the command again.",
+			pluralNames(files))
+	}
+	argv := append([]string{"git", "-C", tree, "stash", "push", "--include-untracked", "-m", "mpspatch: mixed tree", "--"}, files...)
+	return fmt.Sprintf("To start again from the commit checked out, set %s aside (kept in git's stash; `git stash pop` brings them back):\n  %s\nthen run the command again.",
+		pluralNames(files), run.QuoteArgv(argv))
+}
+
+// pluralNames says "the file a" or "the 3 files a, b, c".
+func pluralNames(files []string) string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = series.QuotePath(f)
+	}
+	if len(files) == 1 {
+		return "the file " + quoted[0]
+	}
+	return fmt.Sprintf("the %d files %s", len(files), strings.Join(quoted, ", "))
 }

@@ -51,7 +51,7 @@ func (d *deps) traceEnvironment(cmd *cobra.Command) {
 // tracedEnv picks the variables that change what mpspatch or its children do, sorted.
 func tracedEnv(environ []string) []string {
 	prefixes := []string{"MPSPATCH_", "PYTORCH_", "TORCH_", "USE_", "CMAKE_", "MAX_JOBS=", "CC=", "CXX=",
-		"PATH=", "VIRTUAL_ENV=", "CONDA_PREFIX=", "PYTHONPATH=", "NO_COLOR=", "CI=", "GIT_", "HOME="}
+		"PATH=", "VIRTUAL_ENV=", "CONDA_PREFIX=", "PYTHONPATH=", "NO_COLOR=", "CLICOLOR_FORCE=", "FORCE_COLOR=", "CI=", "GIT_", "HOME="}
 	var out []string
 	for _, kv := range environ {
 		for _, p := range prefixes {
