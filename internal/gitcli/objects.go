@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func quoteLine(p string) string {
 // line on stdout.
 type lineSession struct {
 	op    string
-	in    *io.PipeWriter
+	in    *os.File // git's stdin: a pipe of the OS, so that git's end closes when it exits
 	lines chan string
 	done  chan error
 	once  sync.Once
@@ -141,10 +142,21 @@ type lineSession struct {
 }
 
 func (g *Git) startLineSession(ctx context.Context, dir, op string, args []string) *lineSession {
-	pr, pw := io.Pipe()
-	s := &lineSession{op: op, in: pw, lines: make(chan string), done: make(chan error, 1)}
+	s := &lineSession{op: op, lines: make(chan string), done: make(chan error, 1)}
+	// An *os.File, not an io.Pipe: git reads it directly, with no copying goroutine for
+	// Wait to wait on, so a git that dies is seen to end (its stdout closes) however the
+	// requests stand; and once mpspatch's copy of the read end is closed, a request
+	// written to a dead git fails (EPIPE) instead of filling the pipe and blocking.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		close(s.lines)
+		s.done <- fmt.Errorf("git %s: %w", op, err)
+		return s
+	}
+	s.in = pw
 	go func() {
 		_, err := g.exec(ctx, call{op: op, dir: dir, args: args, stdin: pr, dieWithParent: true,
+			started: func() { pr.Close() },
 			consume: func(out io.Reader) error {
 				// Closed when the output ends, so that a request waiting for an answer
 				// from a process that died learns of it at once.
@@ -161,16 +173,15 @@ func (g *Git) startLineSession(ctx context.Context, dir, op string, args []strin
 					s.lines <- strings.TrimSuffix(l, "\n")
 				}
 			}})
-		// A request written after the process ended fails instead of blocking.
-		pr.CloseWithError(errSessionEnded)
 		s.done <- err
 	}()
 	return s
 }
 
-var errSessionEnded = errors.New("the git process has ended")
-
 func (s *lineSession) ask(req string) (string, error) {
+	if s.in == nil {
+		return "", s.fail()
+	}
 	if _, err := io.WriteString(s.in, req); err != nil {
 		return "", s.fail()
 	}
@@ -191,7 +202,9 @@ func (s *lineSession) fail() error {
 
 func (s *lineSession) close() error {
 	s.once.Do(func() {
-		s.in.Close()
+		if s.in != nil {
+			s.in.Close()
+		}
 		for range s.lines {
 		}
 		s.err = <-s.done

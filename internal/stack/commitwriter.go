@@ -58,7 +58,7 @@ var errDecline = errors.New("declined")
 // the work tree) applied, with mm's author and date and message msg, and returns its ID.
 // errDecline means nothing was written and the caller commits through the index.
 func (w *commitWriter) record(ctx context.Context, root *os.Root, plan *series.Plan, parent string, mm mailMessage, msg string) (string, error) {
-	if err := w.check(ctx); err != nil {
+	if err := w.check(ctx, root); err != nil {
 		return "", err
 	}
 	if w.off != "" {
@@ -128,8 +128,14 @@ func (w *commitWriter) record(ctx context.Context, root *os.Root, plan *series.P
 }
 
 // check reads, once, what decides whether the writer can stand in for git.
-func (w *commitWriter) check(ctx context.Context) error {
+func (w *commitWriter) check(ctx context.Context, root *os.Root) error {
 	if w.checked {
+		return nil
+	}
+	// The model's paths are from the top of the repository, the plan's from the tree:
+	// the same only where the tree is the top (git's own .git is there).
+	if _, err := root.Lstat(".git"); err != nil {
+		w.off, w.checked = "the tree is not the top of its repository", true
 		return nil
 	}
 	vals, err := w.g.ConfigValues(ctx, w.tree, "i18n.commitencoding", "core.filemode", "core.symlinks")

@@ -122,3 +122,25 @@ func TestCommitWriterDeclinesSymlink(t *testing.T) {
 		t.Errorf("record of a symbolic link = %s, %v; want it declined", sha, err)
 	}
 }
+
+// TestCommitWriterDeclinesSubdirectory: a tree below the top of its repository names
+// paths from itself, the repository's trees from the top; the writer leaves it to git.
+func TestCommitWriterDeclinesSubdirectory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	dir := filepath.Join(t.TempDir(), "repo")
+	write(t, filepath.Join(dir, "sub/a.txt"), "a\n")
+	e.git(dir, "init", "-q")
+	e.git(dir, "add", "-A")
+	e.git(dir, "commit", "-q", "-m", "base")
+	head := e.git(dir, "rev-parse", "HEAD")
+	sub := filepath.Join(dir, "sub")
+	write(t, filepath.Join(sub, "a.txt"), "a changed\n")
+	ctx := context.Background()
+	cw := newCommitWriter(ctx, e.g, sub, t.TempDir())
+	defer cw.close()
+	mm := mailMessage{Name: "A", Email: "a@example.com", Date: "Sat, 1 Feb 2020 00:00:00 +0000"}
+	if sha, err := cw.record(ctx, openRoot(t, sub), &series.Plan{Changes: []series.Change{{Path: "a.txt", OldExists: true, NewExists: true}}}, head, mm, "s\n"); !errors.Is(err, errDecline) {
+		t.Errorf("record in a subdirectory = %s, %v; want it declined", sha, err)
+	}
+}

@@ -858,7 +858,15 @@ func (r *rebaser) stageWritten(ctx context.Context) error {
 	if len(r.unstaged) == 0 {
 		return nil
 	}
-	if err := r.g.Add(ctx, r.st.Tree, r.unstaged); err != nil {
+	seen := map[string]bool{}
+	var paths []string
+	for _, p := range r.unstaged {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	if err := r.g.Add(ctx, r.st.Tree, paths); err != nil {
 		return fmt.Errorf("rebase: %w", err)
 	}
 	r.unstaged = nil
