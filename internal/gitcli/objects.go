@@ -154,13 +154,15 @@ func (g *Git) startLineSession(ctx context.Context, dir, op string, args []strin
 		return s
 	}
 	s.in = pw
+	// lines closes when the output ends, or when git never started (consume not run).
+	closeLines := sync.OnceFunc(func() { close(s.lines) })
 	go func() {
 		_, err := g.exec(ctx, call{op: op, dir: dir, args: args, stdin: pr, dieWithParent: true,
 			started: func() { pr.Close() },
 			consume: func(out io.Reader) error {
 				// Closed when the output ends, so that a request waiting for an answer
 				// from a process that died learns of it at once.
-				defer close(s.lines)
+				defer closeLines()
 				r := bufio.NewReader(out)
 				for {
 					l, err := r.ReadString('\n')
@@ -173,6 +175,7 @@ func (g *Git) startLineSession(ctx context.Context, dir, op string, args []strin
 					s.lines <- strings.TrimSuffix(l, "\n")
 				}
 			}})
+		closeLines()
 		s.done <- err
 	}()
 	return s

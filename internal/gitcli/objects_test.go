@@ -2,7 +2,9 @@ package gitcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,5 +69,21 @@ func TestObjectWriterGitDies(t *testing.T) {
 	huge := strings.Repeat(fmt.Sprintf("%0100d\n", 0), 20000) // 2 MB, far past a pipe's buffer
 	if _, err := s.ask(huge); err == nil {
 		t.Error("a request to a git that had exited succeeded")
+	}
+}
+
+// TestObjectWriterNoGit: a git that cannot be started fails the request with the
+// not-found error, instead of leaving it waiting for an answer.
+func TestObjectWriterNoGit(t *testing.T) {
+	t.Parallel()
+	g := newGit(t)
+	g.Bin = filepath.Join(t.TempDir(), "no-git-here")
+	w := g.NewObjectWriter(context.Background(), t.TempDir())
+	var nf *NotFoundError
+	if _, err := w.Blob("a.txt"); !errors.As(err, &nf) {
+		t.Errorf("blob with no git: %v; want a *NotFoundError", err)
+	}
+	if err := w.Close(); !errors.As(err, &nf) {
+		t.Errorf("close with no git: %v; want a *NotFoundError", err)
 	}
 }
