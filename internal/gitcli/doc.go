@@ -6,6 +6,11 @@
 // The one read-only query answered in-process is HeadCommit, through go-git, which the
 // package's benchmark measures against `git rev-parse HEAD`.
 //
+// ObjectWriter is the one place git runs as a server rather than a command: three
+// long-lived processes (hash-object for blobs and commits, mktree for trees) write a
+// whole rebase's objects, so a rebase of hundreds of patches starts three processes, not
+// three per patch.
+//
 // A Git value carries the binary, the environment and the log file every operation
 // appends its full output to. Errors name the operation, git's exit status, the last lines
 // git wrote to stderr and the log path. A missing git binary is a *NotFoundError so that

@@ -115,6 +115,9 @@ type call struct {
 	consume func(io.Reader) error
 	// dieWithParent: git dies with mpspatch (run.Cmd.DieWithParent).
 	dieWithParent bool
+	// started, with consume, is called once git has started (a caller that handed git
+	// one end of a pipe closes its own copy there).
+	started func()
 }
 
 // exec runs one git command and returns its stdout. stderr is kept (its tail) for the
@@ -158,7 +161,7 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 		res, consumeErr, err = streamRun(ctx, run.Cmd{
 			Argv: argv, Dir: c.dir, Env: env, Stdin: c.stdin, Stderr: stderr, LogPath: logPath,
 			DieWithParent: c.dieWithParent,
-		}, c.consume)
+		}, c.consume, c.started)
 	}
 	if err == nil && consumeErr == nil {
 		return out.Bytes(), nil
@@ -229,10 +232,13 @@ func (e *endBuffer) String() string {
 // whole. It returns how the process ended, consume's error and the run's error. When
 // consume stops early the pipe is closed, so a process still writing gets EPIPE (or
 // SIGPIPE) rather than blocking.
-func streamRun(ctx context.Context, c run.Cmd, consume func(io.Reader) error) (run.Result, error, error) {
+func streamRun(ctx context.Context, c run.Cmd, consume func(io.Reader) error, started func()) (run.Result, error, error) {
 	pr, pw := io.Pipe()
 	c.Stdout = pw
 	p, err := run.Start(ctx, c)
+	if started != nil {
+		started()
+	}
 	if err != nil {
 		pw.Close()
 		return run.Result{ExitCode: -1}, nil, err

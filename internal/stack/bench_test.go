@@ -264,18 +264,7 @@ func BenchmarkRebaseOwnHistory(b *testing.B) {
 	if head == "" {
 		b.Fatal("no ten-commit run of this history rebases cleanly onto its base's parent")
 	}
-	traced := func(dir string, argv ...string) (time.Duration, int) {
-		trace := filepath.Join(b.TempDir(), "trace")
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir, cmd.Env = dir, append(append([]string{}, e.vars...), "GIT_TRACE="+trace)
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-		}
-		d := time.Since(start)
-		data, _ := os.ReadFile(trace)
-		return d, strings.Count(string(data), "trace: built-in: git ")
-	}
+	traced := func(dir string, argv ...string) (time.Duration, int) { return e.traced(b, dir, argv...) }
 	var tm, tg time.Duration
 	var pm, pg int
 	b.ResetTimer()
@@ -299,4 +288,82 @@ func BenchmarkRebaseOwnHistory(b *testing.B) {
 	b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
 	b.ReportMetric(float64(pm)/n, "mpspatch-git-procs/patch")
 	b.ReportMetric(float64(pg)/n, "git-procs/patch")
+}
+
+// traced runs argv in dir and returns how long it took and how many git processes it
+// started (GIT_TRACE).
+func (e *env) traced(b *testing.B, dir string, argv ...string) (time.Duration, int) {
+	b.Helper()
+	trace := filepath.Join(b.TempDir(), "trace")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, append(append([]string{}, e.vars...), "GIT_TRACE="+trace)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	d := time.Since(start)
+	data, _ := os.ReadFile(trace)
+	return d, strings.Count(string(data), "trace: built-in: git ")
+}
+
+// BenchmarkRebaseGrowth: rebase of 10, 100 and 300 patches that all apply cleanly (a
+// 200-file repository, each patch changing one line of one file) onto an upstream commit
+// that changed another file, against git rebase of the same commits, interleaved, each on
+// its own copy; it also counts the git processes each tool starts, per patch. The fixed
+// cost (mpspatch's start-up, reading the series) shows apart from the per-patch cost.
+//
+//	go test -run='^$' -bench=RebaseGrowth -benchtime=3x ./internal/stack
+func BenchmarkRebaseGrowth(b *testing.B) {
+	e := newEnv(b, false)
+	bin := buildMpspatch(b)
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "up")
+			for i := 0; i < 201; i++ {
+				write(b, filepath.Join(dir, fmt.Sprintf("d%02d/f%03d.cpp", i%20, i)), lines(fmt.Sprint("f", i), 40))
+			}
+			e.git(dir, "init", "-q")
+			e.git(dir, "add", "-A")
+			e.git(dir, "commit", "-q", "-m", "base")
+			e.git(dir, "tag", "v1")
+			e.git(dir, "checkout", "-q", "-b", "series")
+			for i := 0; i < n; i++ {
+				p := filepath.Join(dir, fmt.Sprintf("d%02d/f%03d.cpp", i%200%20, i%200))
+				write(b, p, replaceLine(read(b, p), fmt.Sprintf("f%d line %d", i%200, 5+i/200*10), fmt.Sprintf("changed by patch %d", i)))
+				e.git(dir, "commit", "-q", "-a", "-m", fmt.Sprintf("patch %d", i))
+			}
+			e.git(dir, "checkout", "-q", "main")
+			p := filepath.Join(dir, "d00/f200.cpp")
+			write(b, p, read(b, p)+"upstream\n")
+			e.git(dir, "commit", "-q", "-a", "-m", "upstream")
+			e.git(dir, "tag", "v2")
+			e.git(dir, "checkout", "-q", "series")
+			head := e.git(dir, "rev-parse", "HEAD")
+			theirs := filepath.Join(b.TempDir(), "theirs")
+			e.git(filepath.Dir(theirs), "clone", "-q", "-b", "series", dir, theirs)
+			var tm, tg time.Duration
+			var pm, pg int
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for _, d := range []string{dir, theirs} {
+					e.git(d, "checkout", "-q", "-f", "-B", "series", head)
+				}
+				b.StartTimer()
+				d, c := e.traced(b, dir, bin, "rebase", "-q", "--tree", ".", "--base", "v1", "--onto", "v2", "--no-export")
+				tm, pm = tm+d, c
+				d, c = e.traced(b, theirs, "git", "rebase", "-q", "--onto", "v2", "v1")
+				tg, pg = tg+d, c
+			}
+			b.StopTimer()
+			if a, c := e.git(dir, "rev-parse", "HEAD^{tree}"), e.git(theirs, "rev-parse", "HEAD^{tree}"); a != c {
+				b.Fatalf("mpspatch and git rebased to different trees: %s, %s", a, c)
+			}
+			b.ReportMetric(float64(tm.Microseconds())/1000/float64(b.N), "mpspatch-ms/op")
+			b.ReportMetric(float64(tg.Microseconds())/1000/float64(b.N), "git-ms/op")
+			b.ReportMetric(float64(tm)/float64(tg), "mpspatch/git")
+			b.ReportMetric(float64(pm)/float64(n), "mpspatch-git-procs/patch")
+			b.ReportMetric(float64(pg)/float64(n), "git-procs/patch")
+		})
+	}
 }

@@ -263,3 +263,57 @@ func assertNoState(t *testing.T, f *fixture, tree, what string) {
 		}
 	}
 }
+
+// TestRebaseCrashBeforeIndexStaged kills a rebase at each point where its commit writer
+// has recorded commits that the index does not hold yet (after a patch's commit is
+// written, after the state moved past it, and once every patch is committed but before
+// the index is staged for the branch), then finishes with --continue: the branch, HEAD,
+// index and tree must be what an uninterrupted rebase leaves, with nothing staged.
+func TestRebaseCrashBeforeIndexStaged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.upstreamV2(func(p func(string) string) {
+		write(t, p("a.c"), lines("moved", 5)+read(t, p("a.c")))
+		f.edit(p("c.c"), "c line 5", "c line 5 THREAD")
+	})
+	want := f.applyCommits()
+	if _, err := f.rebase(want); err != nil {
+		t.Fatal(err)
+	}
+	wantHead := f.git(want, "rev-parse", "HEAD")
+	before := f.applyCommits()
+	names := f.crashPoints(before)
+	var steps []int
+	seen := map[string]bool{}
+	for i, n := range names {
+		if (n == "commit written" || n == "advanced") && !seen[n] || n == "finishing" {
+			steps = append(steps, i+1)
+			seen[n] = true
+		}
+	}
+	if len(steps) != 3 {
+		t.Fatalf("crash points: want a commit written, an advanced and a finishing one:\n%s", strings.Join(names, "\n"))
+	}
+	// The last commit written too: every commit but the index left behind.
+	for i := len(names) - 1; i >= 0; i-- {
+		if names[i] == "commit written" {
+			steps = append(steps, i+1)
+			break
+		}
+	}
+	for _, step := range steps {
+		what := fmt.Sprintf("killed at crash point %d (%s)", step, names[step-1])
+		crashed := copyTree(t, before)
+		if err := f.runCrashChild("rebase", crashed, step); !errors.Is(err, errKilled) {
+			t.Fatalf("%s: the child was not killed: %v", what, err)
+		}
+		if _, err := Continue(context.Background(), f.g, openRoot(t, crashed), RebaseOptions{Tree: crashed, Intents: testIntents}); err != nil {
+			t.Fatalf("%s: continue: %v", what, err)
+		}
+		assertHead(t, f, crashed, wantHead, what+", then continued")
+		if staged := f.git(crashed, "diff", "--cached", "--name-only"); staged != "" {
+			t.Errorf("%s, then continued: staged changes left: %s", what, staged)
+		}
+		assertNoState(t, f, crashed, what+", then continued")
+	}
+}

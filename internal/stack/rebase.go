@@ -141,6 +141,11 @@ type rebaser struct {
 	// followed.
 	renames map[string]string
 	renamed map[int][]string
+	// cw records cleanly applied patches without git add, write-tree and commit-tree
+	// per patch; unstaged are the paths it recorded that the index does not hold yet
+	// (stageWritten adds them before anything reads the index).
+	cw       *commitWriter
+	unstaged []string
 }
 
 // crashHook lets tests kill the process at named steps (see crash_test.go).
@@ -207,6 +212,7 @@ func Rebase(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 		Onto: onto, OntoName: opts.Onto, Commits: commits, Head: onto, Phase: phaseApplying, Outcomes: []PatchOutcome{},
 		Resume: opts.Remember}
 	r := &rebaser{g: g, root: root, gitDir: gitDir, dir: dir, key: key, st: st, opts: opts}
+	r.cw = newCommitWriter(ctx, g, opts.Tree, dir)
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err
 	}
@@ -312,6 +318,7 @@ func resume(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOption
 	}
 	st.Tree = opts.Tree
 	r := &rebaser{g: g, root: root, gitDir: gitDir, dir: dir, key: key, st: st, opts: opts}
+	r.cw = newCommitWriter(ctx, g, opts.Tree, dir)
 	if err := r.loadPatches(ctx); err != nil {
 		return nil, err
 	}
@@ -339,6 +346,10 @@ func Continue(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOpti
 		if err := r.commitResolution(ctx); err != nil {
 			return nil, err
 		}
+	case phaseFinishing:
+		if err := r.restoreIndex(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return r.loop(ctx)
 }
@@ -355,6 +366,9 @@ func Skip(ctx context.Context, g *gitcli.Git, root *os.Root, opts RebaseOptions)
 		return nil, fmt.Errorf("rebase --skip: %w", err)
 	}
 	if r.st.Phase == phaseFinishing {
+		if err := r.restoreIndex(ctx); err != nil {
+			return nil, err
+		}
 		return r.loop(ctx)
 	}
 	if err := r.discardStep(ctx); err != nil {
@@ -416,6 +430,7 @@ func (r *rebaser) discardStep(ctx context.Context) error {
 	if err := r.g.Detach(ctx, st.Tree, st.Head, true); err != nil {
 		return fmt.Errorf("rebase: %w", err)
 	}
+	r.unstaged = nil // the index holds st.Head now
 	if st.Next < len(r.pats) {
 		if err := r.cleanNewFiles(ctx, r.pats[st.Next].Paths()); err != nil {
 			return err
@@ -660,6 +675,7 @@ func (r *rebaser) advance(out PatchOutcome) error {
 // loop applies the remaining patches, then moves the branch.
 func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
 	st := r.st
+	defer r.cw.close()
 	for st.Next < len(r.pats) {
 		if err := ctx.Err(); err != nil {
 			return &RebaseResult{State: st}, err
@@ -676,6 +692,9 @@ func (r *rebaser) loop(ctx context.Context) (*RebaseResult, error) {
 	}
 	crashpoint("finishing")
 	if err := r.annotate(ctx); err != nil {
+		return &RebaseResult{State: st}, err
+	}
+	if err := r.stageWritten(ctx); err != nil {
 		return &RebaseResult{State: st}, err
 	}
 	cur, err := r.g.BranchCommit(ctx, st.Tree, st.Branch)
@@ -720,14 +739,12 @@ func (r *rebaser) step(ctx context.Context) error {
 			return fmt.Errorf("rebase %s: %w", st.Names[i], err)
 		}
 		crashpoint("written")
-		if err := r.g.Add(ctx, st.Tree, changedPaths(plan)); err != nil {
-			return fmt.Errorf("rebase %s: %w", st.Names[i], err)
-		}
+		r.unstaged = append(r.unstaged, changedPaths(plan)...)
 		out := r.outcome(i, OutcomeClean)
 		if res := plan.Results[0]; res.Outcome() == "offset" {
 			out.Outcome, out.Offset = OutcomeOffset, res.MaxOffset()
 		}
-		return r.finishStep(ctx, out)
+		return r.finishStep(ctx, out, plan)
 	case errors.As(err, &ce):
 	default:
 		return fmt.Errorf("rebase %s: %w", st.Names[i], err)
@@ -737,7 +754,11 @@ func (r *rebaser) step(ctx context.Context) error {
 		return r.empty(ctx, i)
 	}
 	// Three-way: git apply --3way merges each file against the patch's base blob (from
-	// its index line; a partial clone fetches it on demand).
+	// its index line; a partial clone fetches it on demand), in an index that must hold
+	// st.Head.
+	if err := r.stageWritten(ctx); err != nil {
+		return err
+	}
 	aerr := r.g.Apply(ctx, st.Tree, r.mails[i], gitcli.ApplyOptions{Index: true, ThreeWay: true})
 	if aerr == nil {
 		staged, err := r.g.IndexDiffers(ctx, st.Tree, st.Head)
@@ -747,7 +768,7 @@ func (r *rebaser) step(ctx context.Context) error {
 		if !staged {
 			return r.empty(ctx, i)
 		}
-		return r.finishStep(ctx, r.outcome(i, OutcomeMerged))
+		return r.finishStep(ctx, r.outcome(i, OutcomeMerged), nil)
 	}
 	unmerged, err := r.g.Unmerged(ctx, st.Tree)
 	if err != nil {
@@ -770,6 +791,9 @@ func (r *rebaser) step(ctx context.Context) error {
 // stop saves the state and hands the tree to the author, HEAD at the last rebased commit
 // so that git status and git diff --cached show the stopped patch alone.
 func (r *rebaser) stop(ctx context.Context) error {
+	if err := r.stageWritten(ctx); err != nil {
+		return err
+	}
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -779,8 +803,9 @@ func (r *rebaser) stop(ctx context.Context) error {
 	return &StopError{Stop: r.st.Stopped}
 }
 
-// finishStep judges the staged result's intents, then commits it.
-func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome) error {
+// finishStep judges the result's intents, then commits it: plan, when set, is what the
+// engine wrote (the commit writer records it), else the index holds the result.
+func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome, plan *series.Plan) error {
 	st := r.st
 	i := st.Next
 	if r.opts.Intents != nil {
@@ -790,12 +815,72 @@ func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome) error {
 			return r.stop(ctx)
 		}
 	}
-	sha, err := r.commit(ctx, i)
+	sha, err := r.commitWritten(ctx, i, plan)
 	if err != nil {
 		return err
 	}
 	out.NewCommit = sha
 	return r.advance(out)
+}
+
+// commitWritten records patch i's step as its commit: through the commit writer where it
+// can (no git process of its own for the step), else through the index.
+func (r *rebaser) commitWritten(ctx context.Context, i int, plan *series.Plan) (string, error) {
+	if plan != nil {
+		mm, err := parseMailMessage(r.pats[i].Raw)
+		if err != nil {
+			return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
+		}
+		msg := mm.Message
+		if r.st.IDs[i] > 0 {
+			msg = addSeriesID(msg, r.st.IDs[i])
+		}
+		crashpoint("before commit")
+		sha, err := r.cw.record(ctx, r.root, plan, r.st.Head, mm, msg)
+		switch {
+		case err == nil:
+			crashpoint("commit written")
+			crashpoint("committed")
+			return sha, nil
+		case !errors.Is(err, errDecline):
+			return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
+		}
+	}
+	if err := r.stageWritten(ctx); err != nil {
+		return "", err
+	}
+	return r.commit(ctx, i)
+}
+
+// stageWritten adds to the index what the commit writer recorded without it, so that
+// the index holds st.Head (and the step's own files) again.
+func (r *rebaser) stageWritten(ctx context.Context) error {
+	if len(r.unstaged) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var paths []string
+	for _, p := range r.unstaged {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	if err := r.g.Add(ctx, r.st.Tree, paths); err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	r.unstaged = nil
+	return nil
+}
+
+// restoreIndex, when a rebase resumes in its last phase, sets index and work tree to the
+// rebased head: the run that was interrupted may not have staged what its commit writer
+// recorded.
+func (r *rebaser) restoreIndex(ctx context.Context) error {
+	if err := r.g.Detach(ctx, r.st.Tree, r.st.Head, true); err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	return nil
 }
 
 // empty records patch i as absorbed upstream and leaves the tree as it was.
