@@ -31,8 +31,14 @@ type commitWriter struct {
 	scratch string // a directory of the caller's for the commit file hash-object reads
 	objs    *gitcli.ObjectWriter
 
-	checked   bool
-	off       string // why the writer declines every step ("" when it does not)
+	checked bool
+	off     string // why the writer declines every step ("" when it does not)
+	// crlf: git's CRLF conversion may apply (core.autocrlf on, or an attributes file that
+	// may say text=auto). git add then keeps a CRLF file as it is where the index's version
+	// of the path holds a CR and converts it where it holds none; hash-object, which the
+	// writer hashes through, reads no index and always converts. The writer cannot tell
+	// which git add would do, so under crlf it declines every step.
+	crlf      bool
 	committer string // "Name <email> epoch +zone", read once per run
 
 	head string              // the commit whose tree dirs holds; "" when none is loaded
@@ -69,13 +75,20 @@ func (w *commitWriter) record(ctx context.Context, root *os.Root, plan *series.P
 		return "", errDecline
 	}
 	if w.head != parent {
-		if err := w.load(ctx, parent); err != nil {
+		if err := w.load(ctx, root, parent); err != nil {
 			return "", err
 		}
+	}
+	if w.crlf {
+		return "", errDecline // a .gitattributes of the tree may say text=auto: see crlf
 	}
 	// Any way out but success leaves the model unlike parent's tree: read it again next time.
 	w.head = ""
 	for _, c := range plan.Changes {
+		if _, name := splitTreePath(c.Path); name == ".gitattributes" && mayBeAuto(root, c.Path) {
+			w.crlf = true // this step and every one after it: see crlf
+			return "", errDecline
+		}
 		if !c.NewExists {
 			if !w.remove(c.Path) {
 				return "", errDecline
@@ -138,9 +151,14 @@ func (w *commitWriter) check(ctx context.Context, root *os.Root) error {
 		w.off, w.checked = "the tree is not the top of its repository", true
 		return nil
 	}
-	vals, err := w.g.ConfigValues(ctx, w.tree, "i18n.commitencoding", "core.filemode", "core.symlinks")
+	vals, err := w.g.ConfigValues(ctx, w.tree, "i18n.commitencoding", "core.filemode", "core.symlinks", "core.autocrlf", "core.attributesfile")
 	if err != nil {
 		return err
+	}
+	if autoCRLF(vals["core.autocrlf"]) || vals["core.attributesfile"] != "" ||
+		mayBeAuto(root, ".git/info/attributes") || userAttributes(w.g.Env) {
+		w.crlf = true
+		w.off = "CRLF conversion may apply (core.autocrlf or an attributes file)"
 	}
 	switch enc := strings.ToLower(vals["i18n.commitencoding"]); {
 	case enc != "" && enc != "utf-8" && enc != "utf8":
@@ -160,6 +178,56 @@ func (w *commitWriter) check(ctx context.Context, root *os.Root) error {
 	}
 	w.checked = true
 	return nil
+}
+
+func autoCRLF(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "false", "no", "off", "0":
+		return false
+	}
+	return true // true, input, or anything git may take for on
+}
+
+// mayBeAuto says whether the attributes file at name (in root) may set text=auto: it
+// exists and says "auto", or it cannot be read as a small regular file. A file that is
+// not there says nothing.
+func mayBeAuto(root *os.Root, name string) bool {
+	fi, err := root.Lstat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return true
+	}
+	data, err := root.ReadFile(name)
+	return err != nil || strings.Contains(string(data), "auto")
+}
+
+// userAttributes says whether the user's own attributes file (git's default place for
+// core.attributesFile) exists for git run with env (gitcli's Git.Env: nil means
+// mpspatch's own environment); its rules may say text=auto for any path.
+func userAttributes(env []string) bool {
+	get := os.Getenv
+	if env != nil {
+		get = func(key string) string {
+			for i := len(env) - 1; i >= 0; i-- {
+				if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+					return v
+				}
+			}
+			return ""
+		}
+	}
+	dir := get("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := get("HOME")
+		if home == "" {
+			return true
+		}
+		dir = home + "/.config"
+	}
+	_, err := os.Lstat(dir + "/git/attributes")
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 func isFalse(v string) bool {
@@ -213,7 +281,7 @@ func crud(c byte) bool {
 }
 
 // load reads commit's whole tree into the model.
-func (w *commitWriter) load(ctx context.Context, commit string) error {
+func (w *commitWriter) load(ctx context.Context, root *os.Root, commit string) error {
 	entries, err := w.g.ReadTree(ctx, w.tree, commit)
 	if err != nil {
 		return err
@@ -228,6 +296,9 @@ func (w *commitWriter) load(ctx context.Context, commit string) error {
 		}
 		e.Path = name
 		d.entries[name] = e
+		if name == ".gitattributes" && !w.crlf && mayBeAuto(root, full) {
+			w.crlf = true
+		}
 		if e.Type == "tree" {
 			w.dirs[full] = &treeDir{entries: map[string]gitcli.TreeEntry{}, oid: e.OID}
 		}

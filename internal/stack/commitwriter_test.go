@@ -12,8 +12,8 @@ import (
 )
 
 // TestCommitWriterMatchesGit: the commit the commit writer records for a step (files
-// changed, made, deleted, made executable, a directory emptied, a CRLF file converted by
-// core.autocrlf=input, under the hostile user config) is byte for byte the commit git add
+// changed, made, deleted, made executable, a directory emptied, a new CRLF file, under the
+// hostile user config) is byte for byte the commit git add
 // and commit-tree make of the same work tree: same ID. Authors and dates it cannot be
 // sure to write as git does are declined, never written differently.
 func TestCommitWriterMatchesGit(t *testing.T) {
@@ -27,7 +27,6 @@ func TestCommitWriterMatchesGit(t *testing.T) {
 		write(t, filepath.Join(dir, p), d)
 	}
 	e.git(dir, "init", "-q")
-	e.git(dir, "config", "core.autocrlf", "input")
 	e.git(dir, "add", "-A")
 	e.git(dir, "commit", "-q", "-m", "base")
 	head := e.git(dir, "rev-parse", "HEAD")
@@ -142,5 +141,74 @@ func TestCommitWriterDeclinesSubdirectory(t *testing.T) {
 	mm := mailMessage{Name: "A", Email: "a@example.com", Date: "Sat, 1 Feb 2020 00:00:00 +0000"}
 	if sha, err := cw.record(ctx, openRoot(t, sub), &series.Plan{Changes: []series.Change{{Path: "a.txt", OldExists: true, NewExists: true}}}, head, mm, "s\n"); !errors.Is(err, errDecline) {
 		t.Errorf("record in a subdirectory = %s, %v; want it declined", sha, err)
+	}
+}
+
+// TestCommitWriterUnderCRLFConversion: where git's CRLF conversion may apply, git add keeps
+// a CRLF file as it is when the index's version holds a CR and converts it otherwise,
+// while hash-object always converts; so under core.autocrlf, or an attributes file that
+// may say text=auto (the tree's own .gitattributes, one a step writes, .git/info/attributes),
+// the writer declines and the step goes through the index: the commit made is git add's,
+// CRs kept.
+func TestCommitWriterUnderCRLFConversion(t *testing.T) {
+	t.Parallel()
+	mm := mailMessage{Name: "A", Email: "a@example.com", Date: "Sat, 1 Feb 2020 00:00:00 +0000"}
+	setups := []struct {
+		name  string
+		setup func(e *env, dir string)
+		plan  []series.Change
+	}{
+		{"core.autocrlf=input", func(e *env, dir string) { e.git(dir, "config", "core.autocrlf", "input") }, nil},
+		{"core.autocrlf=true", func(e *env, dir string) { e.git(dir, "config", "core.autocrlf", "true") }, nil},
+		{"tree .gitattributes", func(e *env, dir string) {
+			write(t, filepath.Join(dir, ".gitattributes"), "*.txt text=auto\n")
+			e.git(dir, "add", "-A")
+			e.git(dir, "commit", "-q", "-m", "attributes")
+		}, nil},
+		{"info/attributes", func(e *env, dir string) {
+			write(t, filepath.Join(dir, ".git/info/attributes"), "* text=auto\n")
+		}, nil},
+		{"a step writes .gitattributes", func(e *env, dir string) {
+			write(t, filepath.Join(dir, ".gitattributes"), "* text=auto\n")
+		}, []series.Change{{Path: ".gitattributes", NewExists: true}}},
+	}
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			dir := filepath.Join(t.TempDir(), "repo")
+			write(t, filepath.Join(dir, "crlf.txt"), "a\r\nb\r\n")
+			e.git(dir, "init", "-q")
+			e.git(dir, "config", "core.autocrlf", "false")
+			e.git(dir, "add", "-A")
+			e.git(dir, "commit", "-q", "-m", "base: a file stored with CRs")
+			c.setup(e, dir)
+			head := e.git(dir, "rev-parse", "HEAD")
+			write(t, filepath.Join(dir, "crlf.txt"), "a\r\nb\r\nc\r\n")
+			plan := &series.Plan{Changes: append([]series.Change{{Path: "crlf.txt", OldExists: true, NewExists: true}}, c.plan...)}
+			ctx := context.Background()
+			cw := newCommitWriter(ctx, e.g, dir, t.TempDir())
+			have, err := cw.record(ctx, openRoot(t, dir), plan, head, mm, "s\n")
+			if cerr := cw.close(); err == nil && cerr != nil {
+				err = cerr
+			}
+			if errors.Is(err, errDecline) {
+				return // the step goes through the index, as git add would
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.git(dir, "read-tree", head)
+			if err := e.g.Add(ctx, dir, changedPaths(plan)); err != nil {
+				t.Fatal(err)
+			}
+			want, err := commitIndex(ctx, e.g, dir, head, mm, "s\n", "test", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if have != want {
+				t.Errorf("the writer recorded %s (crlf.txt %q), git add and commit-tree %s (crlf.txt %q)", have,
+					e.git(dir, "cat-file", "-p", have+":crlf.txt"), want, e.git(dir, "cat-file", "-p", want+":crlf.txt"))
+			}
+		})
 	}
 }
