@@ -48,7 +48,9 @@ markers in the tree and the state saved in the git directory: fix, git add, then
 exactly as they were. A rebase killed at any point, inside a patch's write phase
 included, resumes with --continue or goes back with --abort. The state is authenticated
 with your state key and bound to the repository: one mpspatch did not write there, or
-that says what no rebase could, is refused by all three (exit 2).
+that says what no rebase could, is refused by all three (exit 2). --continue and --skip
+remember what the starting command was given (--patches, --no-export, --update-config and
+--onto's name), so they need not be repeated; a value given again is used instead.
 
 At the end the branch points at the new commits, the series directory is re-exported
 (unless --no-export or the series is the built-in one), --update-config writes REF's
