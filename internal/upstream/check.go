@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
 	"github.com/mpspatch/mpspatch/internal/series"
 )
 
@@ -151,11 +153,28 @@ func threeWay(ctx context.Context, cur *overlay, baseSrc series.FileSource, befo
 		if err != nil {
 			return nil, false, err
 		}
+		base := ch.OldData
 		if !ch.OldExists || !ch.NewExists || !have.Exists {
-			// A file created or deleted: nothing to merge line by line.
-			return nil, false, nil
+			// A file created or deleted has no preimage to merge from. git apply --3way
+			// (what a rebase runs) falls back to applying that file's diff directly, and
+			// merges a created file that REF has already against an empty base; so does
+			// this, or a patch that also adds a file could never be taken by a merge.
+			f := createdOrDeleted(p, ch)
+			switch {
+			case f == nil:
+				return nil, false, nil // a rename or copy: not merged here
+			case f.IsNew && have.Exists:
+				base = nil
+			default:
+				direct, err := series.ComputeFrom(cur, []*series.Patch{{Name: p.Name, Files: []*gitdiff.File{f}}}, series.Forward)
+				if err != nil {
+					return nil, false, nil
+				}
+				out = append(out, direct.Changes...)
+				continue
+			}
 		}
-		merged, clean, err := merge(ctx, ch.Path, have.Data, ch.OldData, ch.NewData)
+		merged, clean, err := merge(ctx, ch.Path, have.Data, base, ch.NewData)
 		if err != nil {
 			return nil, false, err
 		}
@@ -166,6 +185,17 @@ func threeWay(ctx context.Context, cur *overlay, baseSrc series.FileSource, befo
 			NewExists: true, NewData: merged, NewMode: ch.NewMode})
 	}
 	return out, true, nil
+}
+
+// createdOrDeleted is the file diff of p that creates or deletes ch.Path, or nil when
+// ch comes from a rename or copy.
+func createdOrDeleted(p *series.Patch, ch series.Change) *gitdiff.File {
+	for _, f := range p.Files {
+		if (f.IsNew && !ch.OldExists && f.NewName == ch.Path) || (f.IsDelete && !ch.NewExists && f.OldName == ch.Path) {
+			return f
+		}
+	}
+	return nil
 }
 
 // overlay is a tree with the changes of the patches checked so far laid over it.

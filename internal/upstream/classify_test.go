@@ -19,6 +19,9 @@ func (m mapSource) ReadFile(p string) (series.File, error) {
 	return series.File{Exists: ok, Data: []byte(d), Mode: 0o644}, nil
 }
 
+// deleted, as a file's content in a step, deletes the file.
+const deleted = "\x00deleted"
+
 // stepSeries exports one patch per step, each step a set of whole-file writes on top of
 // the one before, starting from base.
 func stepSeries(t *testing.T, base map[string]string, steps ...map[string]string) *series.Series {
@@ -35,6 +38,10 @@ func stepSeries(t *testing.T, base map[string]string, steps ...map[string]string
 	}
 	write := func(files map[string]string) {
 		for p, d := range files {
+			if d == deleted {
+				os.Remove(filepath.Join(work, p))
+				continue
+			}
 			os.WriteFile(filepath.Join(work, p), []byte(d), 0o644)
 		}
 	}
@@ -101,6 +108,52 @@ func TestClassifyCarriesMergesForward(t *testing.T) {
 				b = func() (series.FileSource, error) { return nil, nil }
 			}
 			cells, err := Classify(context.Background(), tt.ref, s.Patches, b, merge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var have []string
+			for _, c := range cells {
+				have = append(have, c.String())
+			}
+			if strings.Join(have, " | ") != tt.want {
+				t.Errorf("have %s\nwant %s", strings.Join(have, " | "), tt.want)
+			}
+		})
+	}
+}
+
+// TestClassifyMergesPatchesThatCreateOrDeleteFiles: a patch whose context moved on is a
+// three-way merge even when it also creates or deletes a file, as git apply --3way (what
+// a rebase runs) takes it: that file's diff applies directly (a created file REF lacks, a
+// deleted file REF holds unchanged), and a created file REF already has merges against an
+// empty base. The patch after it sees the merge, created file included.
+func TestClassifyMergesPatchesThatCreateOrDeleteFiles(t *testing.T) {
+	t.Parallel()
+	x := numbered("x", 30)
+	gone := join(numbered("g", 5))
+	base := map[string]string{"x.txt": join(x), "gone.txt": gone}
+	s := stepSeries(t, base,
+		map[string]string{"x.txt": join(with(x, 10, "x PATCHED 10")), "new.txt": "a new file\n", "gone.txt": deleted},
+		map[string]string{"new.txt": "a new file\nand a second line\n"},
+	)
+	merge := func(ctx context.Context, path string, cur, base, other []byte) ([]byte, bool, error) {
+		res, err := (&gitcli.Git{}).MergeFile(ctx, gitcli.MergeInput{Data: cur}, gitcli.MergeInput{Data: base}, gitcli.MergeInput{Data: other})
+		return res.Merged, res.Conflicts == 0, err
+	}
+	moved := join(with(x, 13, "x upstream 13"))
+	tests := []struct {
+		name string
+		ref  mapSource
+		want string
+	}{
+		{"created file absent, deleted file unchanged", mapSource{"x.txt": moved, "gone.txt": gone}, "3-way needed | exact"},
+		{"created file there with the same content", mapSource{"x.txt": moved, "gone.txt": gone, "new.txt": "a new file\n"}, "3-way needed | exact"},
+		{"created file there with other content", mapSource{"x.txt": moved, "gone.txt": gone, "new.txt": "upstream's own\n"}, "conflict (file already exists) | conflict (hunk 1/1)"},
+		{"deleted file changed", mapSource{"x.txt": moved, "gone.txt": gone + "g upstream\n"}, "conflict (the file holds more than the patch deletes) | missing file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cells, err := Classify(context.Background(), tt.ref, s.Patches, func() (series.FileSource, error) { return mapSource(base), nil }, merge)
 			if err != nil {
 				t.Fatal(err)
 			}
