@@ -10,11 +10,11 @@ import (
 // model and never change it.
 type extractor struct {
 	*cxx.File
-	funcs      []function        // the model's functions with the rules' caches, by index
-	locals     *cxx.Locals       // parameters and locals, answered beside the model
-	names      map[string]string // interned names (callees)
-	nameTab    nameTable         // index of a name in facts.names
-	lockSetIdx map[string]int16  // index of a lock set in facts.lockSets
+	funcs      []function       // the model's functions with the rules' caches, by index
+	locals     *cxx.Locals      // parameters and locals, answered beside the model
+	names      cxx.Interner     // interned names (callees)
+	nameTab    nameTable        // index of a name in facts.names
+	lockSetIdx map[string]int16 // index of a lock set in facts.lockSets
 	// lastLockSet caches lockSetAt's answer for a scope and the number of lock events
 	// before the token in its scopes: the calls of one block share one set.
 	lastLockSet struct {
@@ -73,17 +73,7 @@ func (a *arena) analyze(path string, src []byte) *extractor {
 }
 
 // intern returns b as a string shared by every occurrence in the file.
-func (m *extractor) intern(b []byte) string {
-	if s, ok := m.names[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if m.names == nil {
-		m.names = map[string]string{}
-	}
-	m.names[s] = s
-	return s
-}
+func (m *extractor) intern(b []byte) string { return m.names.Intern(b) }
 
 // isLocal reports whether name is a parameter or non-static local of function fi.
 func (m *extractor) isLocal(fi int32, name string) bool { return m.locals.IsLocal(fi, name) }

@@ -288,15 +288,23 @@ func (m *File) recordInstances(d *Decl, s, e int32, array bool) {
 }
 
 // intern returns b as a string shared by every occurrence in the file.
-func (m *File) intern(b []byte) string {
-	if s, ok := m.names[string(b)]; ok {
+func (m *File) intern(b []byte) string { return m.names.Intern(b) }
+
+// Interner hands out one string for each distinct name it is given, so that a name that
+// occurs a thousand times in a file is kept once. The zero value is ready to use.
+type Interner struct{ m map[string]string }
+
+// Intern returns b as the string shared by every earlier and later call with the same
+// bytes.
+func (n *Interner) Intern(b []byte) string {
+	if s, ok := n.m[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if m.names == nil {
-		m.names = map[string]string{}
+	if n.m == nil {
+		n.m = map[string]string{}
 	}
-	m.names[s] = s
+	n.m[s] = s
 	return s
 }
 

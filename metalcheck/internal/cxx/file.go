@@ -182,9 +182,9 @@ type File struct {
 	decls      []Decl
 	instances  []Instance
 	bases      []ClassBase
-	names      map[string]string // interned names (classes of instances)
-	objcClass  string            // the @implementation being built, while build runs
-	lines      lineCursor        // line and column of the tokens findings and declarations point at
+	names      Interner   // interned names (classes of instances)
+	objcClass  string     // the @implementation being built, while build runs
+	lines      lineCursor // line and column of the tokens findings and declarations point at
 }
 
 // Instance records that a declaration holds objects of a class: one process-wide object
