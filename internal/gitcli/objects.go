@@ -225,6 +225,12 @@ func (g *Git) ReadTree(ctx context.Context, dir, commit string) ([]TreeEntry, er
 	if err != nil {
 		return nil, err
 	}
+	return parseLsTree(commit, out)
+}
+
+// parseLsTree reads `git ls-tree -z` output: records "MODE TYPE OID\tPATH", each ended by
+// a NUL; anything else is an error naming commit.
+func parseLsTree(commit string, out []byte) ([]TreeEntry, error) {
 	var entries []TreeEntry
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		if len(rec) == 0 {

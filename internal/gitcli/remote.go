@@ -167,19 +167,7 @@ func (g *Git) LsTree(ctx context.Context, dir, commit string, paths []string) ([
 	if err != nil {
 		return nil, err
 	}
-	var entries []TreeEntry
-	for _, rec := range bytes.Split(out, []byte{0}) {
-		if len(rec) == 0 {
-			continue
-		}
-		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
-		f := strings.Fields(string(meta))
-		if !ok || len(f) != 3 {
-			return nil, fmt.Errorf("git ls-tree %s: unexpected record %q", commit, truncate(string(rec), 80))
-		}
-		entries = append(entries, TreeEntry{Mode: f[0], Type: f[1], OID: f[2], Path: string(path)})
-	}
-	return entries, nil
+	return parseLsTree(commit, out)
 }
 
 // ReadBlobs reads the blobs oids from the repository at dir with one `git cat-file
