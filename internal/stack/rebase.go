@@ -631,16 +631,25 @@ func renamePaths(mail []byte, moves map[string]string) []byte {
 	return []byte(strings.Join(lines, ""))
 }
 
-// commit records the index as patch i's commit, with its original message, author,
-// date and Series-Id.
-func (r *rebaser) commit(ctx context.Context, i int) (string, error) {
+// message is patch i's mail and the commit message it gets: its own, with its Series-Id.
+func (r *rebaser) message(i int) (mailMessage, string, error) {
 	mm, err := parseMailMessage(r.pats[i].Raw)
 	if err != nil {
-		return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
+		return mailMessage{}, "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
 	}
 	msg := mm.Message
 	if r.st.IDs[i] > 0 {
 		msg = addSeriesID(msg, r.st.IDs[i])
+	}
+	return mm, msg, nil
+}
+
+// commit records the index as patch i's commit, with its original message, author,
+// date and Series-Id.
+func (r *rebaser) commit(ctx context.Context, i int) (string, error) {
+	mm, msg, err := r.message(i)
+	if err != nil {
+		return "", err
 	}
 	crashpoint("before commit")
 	// HEAD stays where it is until the rebase stops or ends (the state's Head is the
@@ -827,13 +836,9 @@ func (r *rebaser) finishStep(ctx context.Context, out PatchOutcome, plan *series
 // can (no git process of its own for the step), else through the index.
 func (r *rebaser) commitWritten(ctx context.Context, i int, plan *series.Plan) (string, error) {
 	if plan != nil {
-		mm, err := parseMailMessage(r.pats[i].Raw)
+		mm, msg, err := r.message(i)
 		if err != nil {
-			return "", fmt.Errorf("rebase %s: %w", r.st.Names[i], err)
-		}
-		msg := mm.Message
-		if r.st.IDs[i] > 0 {
-			msg = addSeriesID(msg, r.st.IDs[i])
+			return "", err
 		}
 		crashpoint("before commit")
 		sha, err := r.cw.record(ctx, r.root, plan, r.st.Head, mm, msg)
