@@ -154,6 +154,40 @@ func threeWay(ctx context.Context, cur *overlay, baseSrc series.FileSource, befo
 			return nil, false, err
 		}
 		base := ch.OldData
+		if r := renamedOrCopied(p, ch); r != nil {
+			// A rename or copy: git apply --3way merges the content change at the new
+			// path against the file at the OLD path in REF (the preimage it names), and
+			// a rename then deletes the old path whatever REF holds there.
+			if !ch.NewExists {
+				out = append(out, series.Change{Path: ch.Path, OldExists: have.Exists, OldData: have.Data, OldMode: have.Mode})
+				continue
+			}
+			if have.Exists {
+				// REF already has a file at the new path. git would write the merge over
+				// it, losing REF's file without a word; here that is a conflict.
+				return nil, false, nil
+			}
+			ours, err := cur.ReadFile(r.OldName)
+			if err != nil {
+				return nil, false, err
+			}
+			orig, err := pre.ReadFile(r.OldName)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ours.Exists || !orig.Exists {
+				return nil, false, nil
+			}
+			merged, clean, err := merge(ctx, ch.Path, ours.Data, orig.Data, ch.NewData)
+			if err != nil {
+				return nil, false, err
+			}
+			if !clean {
+				return nil, false, nil
+			}
+			out = append(out, series.Change{Path: ch.Path, NewExists: true, NewData: merged, NewMode: ch.NewMode})
+			continue
+		}
 		if !ch.OldExists || !ch.NewExists || !have.Exists {
 			// A file created or deleted has no preimage to merge from. git apply --3way
 			// (what a rebase runs) falls back to applying that file's diff directly, and
@@ -162,7 +196,7 @@ func threeWay(ctx context.Context, cur *overlay, baseSrc series.FileSource, befo
 			f := createdOrDeleted(p, ch)
 			switch {
 			case f == nil:
-				return nil, false, nil // a rename or copy: not merged here
+				return nil, false, nil // a path a rename or copy shares with another file diff: not merged here
 			case f.IsNew && have.Exists:
 				base = nil
 			default:
@@ -185,6 +219,27 @@ func threeWay(ctx context.Context, cur *overlay, baseSrc series.FileSource, befo
 			NewExists: true, NewData: merged, NewMode: ch.NewMode})
 	}
 	return out, true, nil
+}
+
+// renamedOrCopied is the file diff of p that renames or copies a file to ch.Path (ch
+// creates it), or renames one away from ch.Path (ch deletes it); nil otherwise. A path
+// another file diff of p also creates, deletes or changes in place is left to the
+// generic rules.
+func renamedOrCopied(p *series.Patch, ch series.Change) *gitdiff.File {
+	var found *gitdiff.File
+	for _, f := range p.Files {
+		switch {
+		case (f.IsRename || f.IsCopy) && ch.NewExists && !ch.OldExists && f.NewName == ch.Path:
+			found = f
+		case f.IsRename && ch.OldExists && !ch.NewExists && f.OldName == ch.Path:
+			found = f
+		case f.OldName == ch.Path || f.NewName == ch.Path:
+			if !(f.IsCopy && f.OldName == ch.Path) {
+				return nil
+			}
+		}
+	}
+	return found
 }
 
 // createdOrDeleted is the file diff of p that creates or deletes ch.Path, or nil when
