@@ -70,7 +70,8 @@ run holds the tree's lock from before the apply until the build is done: another
 that would write the tree meanwhile waits a few seconds, then gives up (exit 3). What run
 writes (DIR/.mpspatch/run: stamps, logs, reports) is checked before the first write: a
 symbolic link on the way there, or a report directory under .git, is refused (exit 2).
-A directory that is neither empty nor a checkout is refused before anything is written.
+A directory that is neither empty nor a checkout, or a checkout of another commit that run
+has no state in yet, is refused before anything is written into it.
 
 Stages that need a Mac are reported as skipped, with the reason, on other platforms: the
 MPS build (--build builds anyway, e.g. a CPU or CUDA build), the Metal probe, and verify on
