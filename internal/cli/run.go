@@ -70,7 +70,8 @@ run holds the tree's lock from before the apply until the build is done: another
 that would write the tree meanwhile waits a few seconds, then gives up (exit 3). What run
 writes (DIR/.mpspatch/run: stamps, logs, reports) is checked before the first write: a
 symbolic link on the way there, or a report directory under .git, is refused (exit 2).
-A directory that is neither empty nor a checkout is refused before anything is written.
+A directory that is neither empty nor a checkout, or a checkout of another commit that run
+has no state in yet, is refused before anything is written into it.
 
 Stages that need a Mac are reported as skipped, with the reason, on other platforms: the
 MPS build (--build builds anyway, e.g. a CPU or CUDA build), the Metal probe, and verify on
@@ -170,27 +171,41 @@ func runRun(ctx context.Context, d *deps, opts *runOptions) error {
 		summaryFile = d.io.getenv("GITHUB_STEP_SUMMARY")
 	}
 
-	// Every place run writes is checked before the first write, and opened so that no
-	// write can leave it; the tree's lock is held from here (see runState).
-	state, err := openRunState(dir, reportDir)
-	if err != nil {
-		return err
-	}
-	defer state.close()
-
-	r := &runner{d: d, opts: opts, dir: dir, device: device, reportDir: reportDir, series: s, state: state,
+	r := &runner{d: d, opts: opts, dir: dir, device: device, reportDir: reportDir, series: s,
 		url: cfg.Upstream.URL, commit: cfg.Upstream.Commit,
 		buildPython: cmp.Or(opts.python, cfg.Build.Python), verifyPython: cmp.Or(opts.python, cfg.Verify.Python)}
 	p := d.printer()
 	r.view = newStageView(p, d.io.ErrTTY)
-	key, err := statekey.Ensure()
-	if err != nil {
-		p.Warnf("%v; stages will not be stamped and all run every time", err)
+	reporter := runReporter{p: p, view: r.view}
+
+	var sum *pipeline.Summary
+	if refusal := refusedCheckout(ctx, dir, r.commit); refusal != nil {
+		// The clone stage would refuse this checkout: it is refused before run writes
+		// its state into it, with the same summary (the clone failed, nothing after it
+		// reached), and the directory is left as it was.
+		stages := r.stages()
+		stages[0].Inputs = func(context.Context) (map[string]string, error) { return nil, refusal }
+		sum, err = pipeline.Run(ctx, stages, pipeline.Options{
+			From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: reporter,
+		})
+	} else {
+		// Every place run writes is checked before the first write, and opened so that
+		// no write can leave it; the tree's lock is held from here (see runState).
+		var state *runState
+		if state, err = openRunState(dir, reportDir); err != nil {
+			return err
+		}
+		defer state.close()
+		r.state = state
+		key, kerr := statekey.Ensure()
+		if kerr != nil {
+			p.Warnf("%v; stages will not be stamped and all run every time", kerr)
+		}
+		sum, err = pipeline.Run(ctx, r.stages(), pipeline.Options{
+			Stamps: state.stamps, Logs: state.logs, Key: key, Checkout: state.checkout,
+			From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: reporter,
+		})
 	}
-	sum, err := pipeline.Run(ctx, r.stages(), pipeline.Options{
-		Stamps: state.stamps, Logs: state.logs, Key: key, Checkout: state.checkout,
-		From: opts.from, Until: opts.until, CodeOf: exitCodeOf, Reporter: runReporter{p: p, view: r.view},
-	})
 	if err != nil {
 		// The stages were checked above: what is left is a stamp or log that could not be
 		// written (exit 2 when its directory was found unsafe since).

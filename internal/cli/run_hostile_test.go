@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +150,42 @@ func TestRunDoesNotWriteIntoADirectoryItRefuses(t *testing.T) {
 	}
 	if after := snapshotAll(t, filepath.Dir(f.dir)); after != before {
 		t.Errorf("run wrote into a directory it refused:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestRunDoesNotWriteIntoACheckoutOfAnotherCommit: a checkout of a commit other than the
+// pinned one is refused by the clone stage (exit 2, with the summary), and the refusal
+// leaves the checkout as it was: no .mpspatch, no log, not a byte changed (issue 21 item 8).
+func TestRunDoesNotWriteIntoACheckoutOfAnotherCommit(t *testing.T) {
+	f := newRunFixture(t)
+	hostOS = "linux"
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "init", "-q", other)
+	if err := os.WriteFile(filepath.Join(other, "x"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, other, "add", "-A")
+	git(t, other, "commit", "-q", "-m", "unrelated")
+	f.dir = other
+	for _, extra := range [][]string{nil, {"--from", "apply", "--until", "audit"}} {
+		before := snapshotAll(t, filepath.Dir(other))
+		code, stdout, stderr := runMain(t, f.args(extra...)...)
+		if code != ExitUsage {
+			t.Fatalf("run %v: exit %d, want %d\n%s\n%s", extra, code, ExitUsage, stdout, stderr)
+		}
+		have, rep := runOutcomes(t, stdout)
+		if !strings.HasPrefix(have, "clone=failed apply=not-reached audit=not-reached") || !strings.Contains(rep.Stages[0].Reason, "not of the pinned commit") {
+			t.Errorf("run %v: %s, %+v", extra, have, rep.Stages[0])
+		}
+		if line := lineWith(stderr, "run: clone failed"); !strings.HasPrefix(line, "run: clone failed (exit 2): ") {
+			t.Errorf("run %v: stderr lacks the clone's refusal:\n%s", extra, stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(other, ".mpspatch")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("run %v: .mpspatch after the refusal: %v", extra, err)
+		}
+		if after := snapshotAll(t, filepath.Dir(other)); after != before {
+			t.Errorf("run %v wrote into the checkout it refused:\nbefore:\n%s\nafter:\n%s", extra, before, after)
+		}
 	}
 }
 

@@ -39,15 +39,9 @@ func (r *runner) withPatches(args ...string) []string {
 // written for the pinned one, and silently patching another base is how wrong results
 // start. A clone that was interrupted is handed to `mpspatch clone`, which resumes it.
 func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, error) {
-	if _, err := os.Stat(filepath.Join(r.dir, ".git")); err == nil && !gitcli.CloneInterrupted(r.dir) {
-		g := &gitcli.Git{}
-		head, err := g.RevParse(ctx, r.dir, "HEAD")
-		if err != nil {
-			return pipeline.Result{}, gitError(err)
-		}
-		if head != r.commit {
-			return pipeline.Result{}, usageErrorf("%s is a checkout of %s, not of the pinned commit %s; use another --dir or check out the pinned commit", r.dir, head, r.commit)
-		}
+	if head, ok, err := existingCheckout(ctx, r.dir, r.commit); err != nil {
+		return pipeline.Result{}, err
+	} else if ok {
 		fmt.Fprintf(log, "%s is already a checkout of %s\n", r.dir, head)
 		return pipeline.Result{Detail: "checkout already at " + shortSHA(head)}, nil
 	}
@@ -67,6 +61,25 @@ func (r *runner) clone(ctx context.Context, log io.Writer) (pipeline.Result, err
 		return pipeline.Result{}, err
 	}
 	return pipeline.Result{Detail: "cloned " + shortSHA(rep.Commit), Report: rep.Log}, nil
+}
+
+// existingCheckout judges a directory the clone stage finds: ok with its HEAD when it
+// holds a finished checkout of the pinned commit; an error (exit 2 for another commit,
+// git's for a HEAD it cannot read) when it holds a finished checkout of anything else;
+// neither when there is no checkout yet or an interrupted clone, which `mpspatch clone`
+// makes or resumes.
+func existingCheckout(ctx context.Context, dir, commit string) (head string, ok bool, err error) {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil || gitcli.CloneInterrupted(dir) {
+		return "", false, nil
+	}
+	g := &gitcli.Git{}
+	if head, err = g.RevParse(ctx, dir, "HEAD"); err != nil {
+		return "", false, gitError(err)
+	}
+	if head != commit {
+		return "", false, usageErrorf("%s is a checkout of %s, not of the pinned commit %s; use another --dir or check out the pinned commit", dir, head, commit)
+	}
+	return head, true, nil
 }
 
 // apply applies the series to the tree, under the lock run holds.

@@ -119,6 +119,33 @@ func openRunState(dir, reportDir string) (*runState, error) {
 	return st, nil
 }
 
+// refusedCheckout returns the clone stage's refusal of dir (a checkout of another commit,
+// or one whose HEAD git cannot read), found before run writes anything into it, or nil.
+// It looks only where run has no state yet (no .mpspatch/run): there no stamp can call the
+// clone stage up to date, so the stage is sure to run and to refuse the same way. Where
+// run has state, the clone's stamp decides as it always did.
+func refusedCheckout(ctx context.Context, dir, commit string) error {
+	if !noRunState(dir) {
+		return nil
+	}
+	_, _, err := existingCheckout(ctx, dir, commit)
+	return err
+}
+
+// noRunState reports whether dir certainly holds no state of run's: no .mpspatch, or a
+// real .mpspatch directory without run/ (a link there is left to openRunState to refuse).
+func noRunState(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, ".mpspatch"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(dir, filepath.FromSlash(".mpspatch/run")))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // checkRunPaths refuses, creating nothing, any unsafe component on the way to where run
 // writes, and any link in the report directory.
 func checkRunPaths(dir, reportDir, reportRel string, inTree bool) error {

@@ -37,7 +37,9 @@ type Stage struct {
 	Skip func() string
 	// Inputs returns what the stage's result depends on, as name → value (a file's hash,
 	// a flag, a version). It is called just before the stage would run, after the stages
-	// before it have run, so it may look at their results.
+	// before it have run, so it may look at their results. An error fails the stage
+	// before it starts: it gets no log, and no stamp is read, removed or written, for it
+	// or any stage after it (a precondition refused writes nothing).
 	Inputs func(ctx context.Context) (map[string]string, error)
 	// State, when set, returns the state of what the stage works on, which the stage
 	// itself changes (apply: the tree's files). It is part of the stage's digest like
@@ -85,7 +87,9 @@ type Reporter interface {
 // Options configure Run.
 type Options struct {
 	// Stamps holds one stamp per stage; Logs one log per stage run. Both are confined
-	// to their directory: a link there is replaced or refused, never followed.
+	// to their directory: a link there is replaced or refused, never followed. Neither
+	// is touched before a stage's Inputs succeed: a run whose first stage is refused by
+	// its Inputs may pass neither.
 	Stamps *confined.Dir
 	Logs   *confined.Dir
 	// Key authenticates the stamps (internal/statekey).

@@ -178,6 +178,28 @@ func TestRunStopsAtTheFirstFailureWithItsCode(t *testing.T) {
 	}
 }
 
+// TestAStageRefusedByItsInputsTouchesNoStampOrLog: a first stage whose Inputs fail ends
+// the run as failed, with its code and reason, without a log and without reading, removing
+// or writing a stamp; so a run refused there needs neither directory (mpspatch run
+// refuses a checkout of another commit this way, before it writes into the checkout).
+func TestAStageRefusedByItsInputsTouchesNoStampOrLog(t *testing.T) {
+	f := &fakeStages{inputs: map[string]string{}}
+	stages := f.stages("clone", "apply", "verify")
+	stages[0].Inputs = func(context.Context) (map[string]string, error) {
+		return nil, errors.New("usage: not the pinned commit")
+	}
+	s, err := Run(context.Background(), stages, Options{Until: "apply", CodeOf: func(error) int { return 2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, want := outcomes(s), "clone=failed apply=not-reached"; have != want {
+		t.Fatalf("have %s, want %s", have, want)
+	}
+	if s.Code != 2 || s.Stages[0].Log != "" || !strings.Contains(s.Stages[0].Reason, "not the pinned commit") || len(f.ran) != 0 {
+		t.Errorf("code %d, stage %+v, ran %v", s.Code, s.Stages[0], f.ran)
+	}
+}
+
 func TestInterruptKeepsFinishedStampsAndRedoesTheInterruptedStage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fakeStages{inputs: map[string]string{}, hook: map[string]func(context.Context){"build": func(context.Context) { cancel() }}}
