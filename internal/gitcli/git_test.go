@@ -526,6 +526,12 @@ func TestMergeFile(t *testing.T) {
 			wantText: "A\nb\nc\nd\nE\n"},
 		{name: "same line conflicts", current: "a\nb\nX\nd\ne\n", other: "a\nb\nY\nd\ne\n", wantConflicts: 1,
 			wantText: "a\nb\n<<<<<<< v2.10\nX\n||||||| v2.9.1\nc\n=======\nY\n>>>>>>> 0003-guard.patch\nd\ne\n"},
+		// git merge-file refuses binary files; git apply --3way takes them as a conflict
+		// that keeps the current side, and so does MergeFile.
+		{name: "binary current is a conflict", current: "A\x00\nb\nc\nd\ne\n", other: "a\nb\nc\nd\nE\n", wantConflicts: 1,
+			wantText: "A\x00\nb\nc\nd\ne\n"},
+		{name: "binary other is a conflict", current: "A\nb\nc\nd\ne\n", other: "a\nb\nc\nd\n\x00E\n", wantConflicts: 1,
+			wantText: "A\nb\nc\nd\ne\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

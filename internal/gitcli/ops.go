@@ -297,7 +297,15 @@ type MergeResult struct {
 // MergeFile merges the change from base to other into current, as
 // `git merge-file -p --diff3`. Conflicts are not an error: they are counted in the
 // result and marked in the text.
+//
+// A binary input (a NUL byte in its first 8000 bytes, git's own test) is one conflict
+// with current kept as it is: git merge-file refuses such files ("Cannot merge binary
+// files"), and git apply --3way, whose merge this stands in for, takes them as a conflict
+// through its binary merge driver.
 func (g *Git) MergeFile(ctx context.Context, current, base, other MergeInput) (MergeResult, error) {
+	if looksBinary(current.Data) || looksBinary(base.Data) || looksBinary(other.Data) {
+		return MergeResult{Merged: current.Data, Conflicts: 1}, nil
+	}
 	tmp, err := os.MkdirTemp("", "mpspatch-merge-")
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("git merge-file: %w", err)
@@ -331,4 +339,9 @@ func (g *Git) MergeFile(ctx context.Context, current, base, other MergeInput) (M
 		return MergeResult{Merged: out, Conflicts: ge.ExitCode}, nil
 	}
 	return MergeResult{}, err
+}
+
+// looksBinary is git's buffer_is_binary: a NUL byte within the first 8000 bytes.
+func looksBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
