@@ -3,6 +3,8 @@ package metalcheck
 import (
 	"fmt"
 	"io/fs"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // MaxSourceSize bounds a source file the audit reads: the MPS sources are well under a
@@ -14,16 +16,7 @@ const MaxSourceSize = 64 << 20
 // a file over MaxSourceSize.
 func checkSource(mode fs.FileMode, size int64) error {
 	if !mode.IsRegular() {
-		kind := "not a regular file"
-		switch {
-		case mode&fs.ModeNamedPipe != 0:
-			kind = "a named pipe (FIFO)"
-		case mode&fs.ModeDevice != 0:
-			kind = "a device"
-		case mode&fs.ModeSocket != 0:
-			kind = "a socket"
-		}
-		return fmt.Errorf("%s; a source must be a regular file, refusing to read it", kind)
+		return confined.NotRegular(mode)
 	}
 	if size > MaxSourceSize {
 		return fmt.Errorf("%d bytes, over the %d MiB a source may have; refusing to read it", size, MaxSourceSize>>20)

@@ -25,12 +25,12 @@ func TestAuditRefusesWhatIsNotASource(t *testing.T) {
 			if err := syscall.Mkfifo(p, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "a named pipe (FIFO)"},
+		}, "not a regular file (a FIFO)"},
 		{"device", func(t *testing.T, p string) {
 			if err := os.Symlink("/dev/zero", p); err != nil {
 				t.Fatal(err)
 			}
-		}, "a device"},
+		}, "not a regular file (a character device)"},
 		{"huge", func(t *testing.T, p string) {
 			if err := os.WriteFile(p, nil, 0o644); err != nil {
 				t.Fatal(err)

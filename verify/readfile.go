@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // maxReportFile bounds the results file ReadReportFile reads: a full-profile run with
@@ -29,7 +31,7 @@ func checkRegular(f *os.File) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+		return confined.NotRegular(fi.Mode())
 	}
 	return nil
 }

@@ -3,8 +3,9 @@
 package verify
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // openRegular opens name for reading after checking, before the open (which for a FIFO
@@ -15,7 +16,7 @@ func openRegular(name string) (*os.File, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+		return nil, confined.NotRegular(fi.Mode())
 	}
 	f, err := os.Open(name)
 	if err != nil {

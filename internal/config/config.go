@@ -14,6 +14,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/mpspatch/mpspatch/internal/confined"
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 	"github.com/mpspatch/mpspatch/internal/redact"
 	"github.com/mpspatch/mpspatch/internal/suiteparam"
@@ -237,7 +238,7 @@ func readBounded(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+		return nil, fmt.Errorf("%s: %w", path, confined.NotRegular(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/mpspatch/mpspatch/internal/confined"
 )
 
 // Every patch that enters mpspatch from disk — a series directory, a directory written by
@@ -139,7 +141,7 @@ func (d *PatchDir) open(name string) (*os.File, error) {
 		return nil, errors.New("a symbolic link, not a regular file; patches are read only from regular files in the directory, never through a link (copy the file in instead)")
 	}
 	if !lfi.Mode().IsRegular() {
-		return nil, notRegular(lfi.Mode())
+		return nil, confined.NotRegular(lfi.Mode())
 	}
 	f, err := d.root.OpenFile(name, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
@@ -152,7 +154,7 @@ func (d *PatchDir) open(name string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, notRegular(fi.Mode())
+		return nil, confined.NotRegular(fi.Mode())
 	}
 	if !os.SameFile(lfi, fi) {
 		f.Close()
@@ -187,7 +189,7 @@ func readOpened(f *os.File, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi.Mode())
+		return nil, confined.NotRegular(fi.Mode())
 	}
 	if fi.Size() > limit {
 		return nil, tooLarge(limit)
@@ -212,24 +214,4 @@ func readSized(r io.Reader, size, limit int64) ([]byte, error) {
 
 func tooLarge(limit int64) error {
 	return fmt.Errorf("larger than %d MiB; refusing to read it", limit>>20)
-}
-
-// notRegular refuses a file of mode m, naming its kind.
-func notRegular(m fs.FileMode) error {
-	kind := m.Type().String()
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a device"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	case m&fs.ModeDir != 0:
-		kind = "a directory"
-	case m&fs.ModeSymlink != 0:
-		kind = "a symbolic link"
-	}
-	return fmt.Errorf("not a regular file (%s); refusing to read it", kind)
 }

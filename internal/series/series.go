@@ -19,6 +19,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/mpspatch/mpspatch/internal/confined"
 	"github.com/mpspatch/mpspatch/internal/lazyregexp"
 )
 
@@ -190,7 +191,7 @@ func (l *loader) readBounded(name string, limit int64) ([]byte, error) {
 		return nil, errOrUnwrapped(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi.Mode())
+		return nil, confined.NotRegular(fi.Mode())
 	}
 	if fi.Size() > limit {
 		return nil, tooLarge(limit)
@@ -756,7 +757,7 @@ func (l *loader) hashPatch(h io.Writer, p *Patch, buf []byte) error {
 		return errOrUnwrapped(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (%s); refusing to read it", fi.Mode().Type())
+		return confined.NotRegular(fi.Mode())
 	}
 	if fi.Size() > MaxPatchSize {
 		return fmt.Errorf("larger than %d MiB; refusing to read it", MaxPatchSize>>20)

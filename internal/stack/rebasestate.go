@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mpspatch/mpspatch/internal/atomicfile"
+	"github.com/mpspatch/mpspatch/internal/confined"
 	"github.com/mpspatch/mpspatch/internal/gitcli"
 	"github.com/mpspatch/mpspatch/internal/statekey"
 )
@@ -196,7 +197,7 @@ func readStateFile(file string) ([]byte, error) {
 		return nil, &StateError{File: file, Reason: "is a symbolic link; refusing to follow it"}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &StateError{File: file, Reason: fmt.Sprintf("is not a regular file (%s); refusing to read it", fi.Mode().Type())}
+		return nil, &StateError{File: file, Reason: "is " + confined.NotRegular(fi.Mode()).Error()}
 	}
 	if fi.Size() > maxStateSize {
 		return nil, &StateError{File: file, Reason: fmt.Sprintf("holds %d bytes, over the %d MiB a rebase state may hold; refusing to read it", fi.Size(), maxStateSize>>20)}
