@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,15 +26,7 @@ const deleted = "\x00deleted"
 func stepSeries(t *testing.T, base map[string]string, steps ...map[string]string) *series.Series {
 	t.Helper()
 	work, pdir := t.TempDir(), t.TempDir()
-	g := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = work
-		cmd.Env = gitcli.DeterministicEnv(t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	g := func(args ...string) { t.Helper(); gitIn(t, work, args...) }
 	write := func(files map[string]string) {
 		for p, d := range files {
 			if d == deleted {

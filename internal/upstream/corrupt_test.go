@@ -102,20 +102,24 @@ func writeOver(t *testing.T, path string, data []byte) {
 	}
 }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
+// gitIn runs git in dir, in a deterministic environment of its own (no user config),
+// and returns its output; a failure fails the test with git's error output.
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	return gitInStdin(t, dir, "", args...)
 }
 
-func gitInStdin(t *testing.T, dir, stdin string, args ...string) string {
+func gitInStdin(t testing.TB, dir, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = gitcli.DeterministicEnv(t.TempDir())
 	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git %v in %s: %v", args, dir, err)
+		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, stderr.String())
 	}
 	return string(out)
 }

@@ -149,15 +149,7 @@ func makeSeriesDir(t testing.TB, base map[string]string, paths []string, patched
 	t.Helper()
 	work := t.TempDir()
 	pdir := t.TempDir()
-	gitT := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = work
-		cmd.Env = gitcli.DeterministicEnv(t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitT := func(args ...string) { t.Helper(); gitIn(t, work, args...) }
 	gitT("init", "-q", "-b", "main")
 	for _, p := range paths {
 		os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755)

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,15 +23,7 @@ type fileOp struct {
 func renameSeries(t *testing.T, base map[string]string, steps ...[]fileOp) *series.Series {
 	t.Helper()
 	work, pdir := t.TempDir(), t.TempDir()
-	g := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = work
-		cmd.Env = gitcli.DeterministicEnv(t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	g := func(args ...string) { t.Helper(); gitIn(t, work, args...) }
 	g("init", "-q", "-b", "main")
 	for p, d := range base {
 		os.WriteFile(filepath.Join(work, p), []byte(d), 0o644)
