@@ -97,7 +97,7 @@ func TestHostileRebaseState(t *testing.T) {
 			if err := syscall.Mkfifo(stateFile, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "state.json: is not a regular file (p---------)"},
+		}, "state.json: is not a regular file (a FIFO); refusing to read it"},
 		{"200 MB sparse file", func(t *testing.T) {
 			writeState(t, stateFile, nil)
 			if err := os.Truncate(stateFile, 200<<20); err != nil {
